@@ -1,0 +1,153 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/secure/precis"
+	"golang.org/x/text/unicode/norm"
+)
+
+// ErrInvalid marks input that the rules cannot act on: a malformed identity, key,
+// digest, boundary or outcome. Callers branch on it with errors.Is; the CLI maps it to
+// exit code 2.
+var ErrInvalid = errors.New("invalid input")
+
+// Strength says how much an identity can be trusted to name one destination.
+type Strength string
+
+const (
+	// Strong: a stable provider id that names exactly one destination.
+	Strong Strength = "strong"
+	// Weak: an exact visible title; two destinations can look the same on screen.
+	Weak Strength = "weak"
+)
+
+// titleNamespace is the namespace of visible-title identities in keys and records.
+const titleNamespace = "title"
+
+// Identity is a destination in canonical form. The zero value is not valid; build one
+// with Title or ProviderID.
+type Identity struct {
+	namespace string // "title" or a provider namespace such as "xmpp"
+	value     string // canonical form
+}
+
+// Namespace is "title" for a visible title, otherwise the provider namespace.
+func (id Identity) Namespace() string { return id.namespace }
+
+// Value is the canonical title or provider id, without namespace.
+func (id Identity) Value() string { return id.value }
+
+// Strength is Weak for a visible title and Strong for a provider id.
+func (id Identity) Strength() Strength {
+	if id.namespace == titleNamespace {
+		return Weak
+	}
+	return Strong
+}
+
+// IsZero reports whether id is the zero Identity.
+func (id Identity) IsZero() bool { return id.namespace == "" }
+
+// String is "title:Bob" or "xmpp:bob@localhost": readable, not escaped (see Key for
+// the escaped form).
+func (id Identity) String() string { return id.namespace + ":" + id.value }
+
+// Title makes a weak identity from an exact visible title. The only normalisation is
+// Unicode NFC, so that the same text typed two ways compares equal; nothing is trimmed
+// or case-folded, because exact means exact. Titles that could make two different
+// recipients look identical on screen are refused: control characters, invisible
+// format characters (zero-width, bidi overrides, BOM), line or paragraph separators and
+// any space other than U+0020.
+func Title(s string) (Identity, error) {
+	if !utf8.ValidString(s) {
+		return Identity{}, fmt.Errorf("%w: title is not valid UTF-8", ErrInvalid)
+	}
+	s = norm.NFC.String(s)
+	if s == "" {
+		return Identity{}, fmt.Errorf("%w: title is empty", ErrInvalid)
+	}
+	for i, r := range s {
+		if bad := invisibleClass(r); bad != "" {
+			return Identity{}, fmt.Errorf("%w: title has %s U+%04X at byte %d; two different recipients could then look identical on screen", ErrInvalid, bad, r, i)
+		}
+	}
+	return Identity{namespace: titleNamespace, value: s}, nil
+}
+
+// invisibleClass names the class of r when r is refused in a title, or "" when allowed.
+func invisibleClass(r rune) string {
+	switch {
+	case r == utf8.RuneError:
+		return "a replacement character"
+	case unicode.Is(unicode.Cc, r):
+		return "a control character"
+	case unicode.Is(unicode.Cf, r):
+		return "an invisible format character"
+	case unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r):
+		return "a line or paragraph separator"
+	case unicode.Is(unicode.Zs, r) && r != ' ':
+		return "a space other than U+0020"
+	case unicode.Is(unicode.Co, r), unicode.Is(unicode.Cs, r):
+		return "a private-use or surrogate code point"
+	case unicode.Is(unicode.Mn, r) && unicode.Is(unicode.Variation_Selector, r):
+		return "a variation selector"
+	}
+	return ""
+}
+
+// ProviderID makes a strong identity from "NAMESPACE:ID". Each namespace has its own
+// canonical form. Known namespaces:
+//
+//	xmpp: a JID; the canonical form is the bare JID (the resource is dropped), the
+//	      domain lowercased, the local part case-mapped as PRECIS UsernameCaseMapped.
+func ProviderID(s string) (Identity, error) {
+	ns, id, ok := strings.Cut(s, ":")
+	if !ok || ns == "" {
+		return Identity{}, fmt.Errorf("%w: destination id %q must be NAMESPACE:ID, for example xmpp:bob@example.org", ErrInvalid, s)
+	}
+	switch ns {
+	case "xmpp":
+		v, err := canonicalJID(id)
+		if err != nil {
+			return Identity{}, err
+		}
+		return Identity{namespace: ns, value: v}, nil
+	case titleNamespace:
+		return Identity{}, fmt.Errorf("%w: %q is a visible title, not a provider id: use --to", ErrInvalid, s)
+	default:
+		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp)", ErrInvalid, ns)
+	}
+}
+
+// jidForbiddenLocal are the characters RFC 7622 forbids in a JID local part.
+const jidForbiddenLocal = "\"&'/:<>@ "
+
+func canonicalJID(s string) (string, error) {
+	bare, _, _ := strings.Cut(s, "/") // the resource names a client session, not the destination
+	local, domain, ok := strings.Cut(bare, "@")
+	if !ok || local == "" || domain == "" {
+		return "", fmt.Errorf("%w: xmpp id %q must be local@domain", ErrInvalid, s)
+	}
+	l, err := precis.UsernameCaseMapped.String(local)
+	if err != nil {
+		return "", fmt.Errorf("%w: xmpp local part %q: %v", ErrInvalid, local, err)
+	}
+	if strings.ContainsAny(l, jidForbiddenLocal) {
+		return "", fmt.Errorf("%w: xmpp local part %q has a character JIDs forbid", ErrInvalid, local)
+	}
+	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".")
+	if d == "" || len(d) > 1023 {
+		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+	}
+	for _, r := range d {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || strings.ContainsRune("@/\"&'<>", r) {
+			return "", fmt.Errorf("%w: xmpp domain %q has a character domains cannot hold", ErrInvalid, domain)
+		}
+	}
+	return l + "@" + d, nil
+}
