@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"crypto/ed25519"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+)
+
+// Backend is a durable home for intents: SQLite on one workstation (store/sqlite), a
+// shared database for a fleet later. It runs transactions and knows the one clock that
+// every lease is measured by; Store does everything else, so every backend enforces the
+// same rules. A backend returns its own errors; Store wraps them as ErrUnavailable.
+type Backend interface {
+	// Update runs fn in one serializable write transaction and commits it durably
+	// (fsync) before returning nil. If fn returns an error, nothing fn wrote is kept.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read transaction.
+	View(ctx context.Context, fn func(Tx) error) error
+	Close() error
+}
+
+// Tx is what a transaction can read and write. Intents are numbered by the backend.
+type Tx interface {
+	// Now is the time on the store's one clock.
+	Now() time.Time
+
+	// IntentsOf maps each key that is bound to an intent to that intent's id.
+	IntentsOf(keys []string) (map[string]int64, error)
+	NewIntent(at time.Time) (int64, error)
+	// Bind points each key at the intent, replacing any earlier binding.
+	Bind(intent int64, keys []KeyRecord, at time.Time) error
+	// KeysOf lists the keys bound to an intent, oldest first.
+	KeysOf(intent int64) ([]KeyRecord, error)
+	// Intent loads the intent's revision and its latest attempt.
+	Intent(intent int64) (gate.Intent, error)
+	SetRevision(intent int64, revision int) error
+
+	// NextToken returns a fencing token greater than every token it returned before.
+	NextToken() (uint64, error)
+	InsertAttempt(intent int64, a gate.Attempt, at time.Time) error
+	AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error
+	SetLease(token uint64, expires time.Time) error
+	SetOutcome(token uint64, axes gate.Axes, evidence, chainHead string, at time.Time) error
+	// Attempts lists an intent's attempts, oldest first.
+	Attempts(intent int64) ([]AttemptRecord, error)
+
+	// UseNonce records an authorization nonce; it reports false if it was used before.
+	UseNonce(nonce string, at time.Time) (bool, error)
+	AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error
+	// Authorizer returns the public key registered under name, or nil if none is.
+	Authorizer(name string) (ed25519.PublicKey, error)
+
+	// Append adds an event to the log; the log is never updated or deleted.
+	Append(e Event) error
+	// Events lists an intent's events in order.
+	Events(intent int64) ([]Event, error)
+}
+
+// KeyRecord is a key as stored: its strength travels with it.
+type KeyRecord struct {
+	Key      string        `json:"key"`
+	Version  string        `json:"version"`
+	Strength gate.Strength `json:"identity_strength"`
+}
+
+// AttemptRecord is an attempt as status and show print it.
+type AttemptRecord struct {
+	gate.Attempt
+	ClaimedAt  time.Time
+	EndedAt    time.Time // zero until an outcome is recorded
+	Evidence   string    // the evidence bundle the executor reported
+	ChainHead  string    // the bundle's chain head at the outcome
+	Crossings  []Crossing
+	Superseded bool // a later attempt fenced it before it recorded anything
+}
+
+// Crossing is one boundary crossed, made durable before the action.
+type Crossing struct {
+	Boundary  gate.Boundary `json:"boundary"`
+	At        time.Time     `json:"at"`
+	ChainHead string        `json:"chain_head,omitempty"`
+}
+
+// EventKind names an event in the log. The values are persisted: append-only, and a
+// value's spelling never changes.
+type EventKind string
+
+const (
+	EventIntentCreated    EventKind = "intent_created"
+	EventKeyBound         EventKind = "key_bound"
+	EventIntentsMerged    EventKind = "intents_merged"
+	EventClaimGranted     EventKind = "claim_granted"
+	EventClaimRefused     EventKind = "claim_refused"
+	EventCheckPassed      EventKind = "check_passed"
+	EventCheckRefused     EventKind = "check_refused"
+	EventCrossed          EventKind = "crossed"
+	EventCrossRefused     EventKind = "cross_refused"
+	EventRenewed          EventKind = "renewed"
+	EventRenewRefused     EventKind = "renew_refused"
+	EventRecorded         EventKind = "recorded"
+	EventRecordRefused    EventKind = "record_refused"
+	EventAuthorized       EventKind = "authorized"
+	EventAuthorizeRefused EventKind = "authorize_refused"
+	EventAuthorizerAdded  EventKind = "authorizer_added"
+)
+
+// Event is one line of an intent's append-only log.
+type Event struct {
+	Seq        int64             `json:"seq"`
+	At         time.Time         `json:"at"`
+	Intent     int64             `json:"intent"`
+	Kind       EventKind         `json:"kind"`
+	Key        string            `json:"key,omitempty"`
+	Task       string            `json:"task,omitempty"`
+	Token      uint64            `json:"token,omitempty"`
+	DispatchID string            `json:"dispatch_id,omitempty"`
+	Revision   int               `json:"revision"`
+	Detail     map[string]string `json:"detail,omitempty"`
+}

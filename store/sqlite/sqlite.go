@@ -1,0 +1,499 @@
+// Package sqlite is the store.Backend for one workstation: a SQLite file in WAL mode
+// with synchronous FULL, shared by every process on the machine. Claims run in
+// BEGIN IMMEDIATE transactions, so of many processes claiming at once exactly one
+// commits first.
+package sqlite
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// ErrNotInitialized: the file is missing, empty or not a sendonce store.
+var ErrNotInitialized = errors.New("no sendonce store here: create one with 'sendonce init'")
+
+// Options tune a backend. The zero value is what the CLI uses.
+type Options struct {
+	// LockTimeout is how long to wait for another process's transaction before failing
+	// closed. Default 10s.
+	LockTimeout time.Duration
+	// Clock is the one clock every lease is measured by. Default time.Now.
+	Clock func() time.Time
+}
+
+// Backend is a SQLite store.Backend.
+type Backend struct {
+	db    *sql.DB
+	clock func() time.Time
+	path  string
+}
+
+// Create makes a new store at path (its folder must exist), or opens and migrates an
+// existing one. Only 'sendonce init' calls it: every other command opens with Open, so a
+// typo in a path never silently makes a second store.
+func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory; name a file", path)
+	}
+	b, err := open(path, opt, "rwc")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.migrate(ctx, true); err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open opens an existing store. A missing, empty or foreign file is ErrNotInitialized;
+// a schema newer than this program knows is an error too.
+func Open(ctx context.Context, path string, opt Options) (*Backend, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%s does not exist: %w", path, ErrNotInitialized)
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotInitialized)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("%s is empty: %w", path, ErrNotInitialized)
+	}
+	b, err := open(path, opt, "rw")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.migrate(ctx, false); err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func open(path string, opt Options, mode string) (*Backend, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	lock := opt.LockTimeout
+	if lock <= 0 {
+		lock = 10 * time.Second
+	}
+	q := url.Values{}
+	q.Set("mode", mode)
+	q.Set("_txlock", "immediate")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lock.Milliseconds()))
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1) // one connection: transactions in this process queue here, not in SQLite
+	clock := opt.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Backend{db: db, clock: clock, path: abs}, nil
+}
+
+// Path is the store's absolute path.
+func (b *Backend) Path() string { return b.path }
+
+// Close closes the database.
+func (b *Backend) Close() error { return b.db.Close() }
+
+// SchemaVersion is the newest schema this program knows.
+const SchemaVersion = 1
+
+// migrations[i] moves the schema from version i to i+1.
+func migrations() []string {
+	return []string{`
+CREATE TABLE intents (
+	id         INTEGER PRIMARY KEY,
+	created_at INTEGER NOT NULL,
+	revision   INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE keys (
+	key       TEXT PRIMARY KEY,
+	intent_id INTEGER NOT NULL REFERENCES intents(id),
+	version   TEXT NOT NULL,
+	strength  TEXT NOT NULL CHECK (strength IN ('strong', 'weak')),
+	bound_at  INTEGER NOT NULL
+);
+CREATE INDEX keys_intent ON keys(intent_id);
+CREATE TABLE token_counter (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL);
+INSERT INTO token_counter VALUES (1, 0);
+CREATE TABLE attempts (
+	token            INTEGER PRIMARY KEY,
+	intent_id        INTEGER NOT NULL REFERENCES intents(id),
+	revision         INTEGER NOT NULL,
+	task             TEXT NOT NULL,
+	dispatch_id      TEXT NOT NULL UNIQUE,
+	claimed_at       INTEGER NOT NULL,
+	lease_expires_at INTEGER NOT NULL,
+	delivery         TEXT CHECK (delivery IN ('pending', 'confirmed', 'failed')),
+	acceptance       TEXT CHECK (acceptance IN ('pending', 'accepted', 'rejected')),
+	ended_at         INTEGER,
+	evidence         TEXT NOT NULL DEFAULT '',
+	chain_head       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX attempts_intent ON attempts(intent_id, token);
+CREATE TABLE crossings (
+	token      INTEGER NOT NULL REFERENCES attempts(token),
+	boundary   TEXT NOT NULL,
+	at         INTEGER NOT NULL,
+	chain_head TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (token, boundary)
+);
+CREATE TABLE authorizers (name TEXT PRIMARY KEY, public_key BLOB NOT NULL, added_at INTEGER NOT NULL);
+CREATE TABLE used_nonces (nonce TEXT PRIMARY KEY, used_at INTEGER NOT NULL);
+CREATE TABLE events (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	at          INTEGER NOT NULL,
+	intent_id   INTEGER NOT NULL,
+	kind        TEXT NOT NULL,
+	key         TEXT NOT NULL DEFAULT '',
+	task        TEXT NOT NULL DEFAULT '',
+	token       INTEGER NOT NULL DEFAULT 0,
+	dispatch_id TEXT NOT NULL DEFAULT '',
+	revision    INTEGER NOT NULL DEFAULT 0,
+	detail      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_intent ON events(intent_id, seq);
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER tokens_only_increase BEFORE UPDATE ON token_counter WHEN NEW.last <= OLD.last BEGIN SELECT RAISE(ABORT, 'fencing tokens only increase'); END;
+`}
+}
+
+func (b *Backend) migrate(ctx context.Context, create bool) error {
+	var version int
+	if err := b.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("reading %s: %w", b.path, err)
+	}
+	ms := migrations()
+	switch {
+	case version > len(ms):
+		return fmt.Errorf("%s has schema version %d, newer than this sendonce knows (%d): upgrade sendonce", b.path, version, len(ms))
+	case version == len(ms):
+		return nil
+	case version == 0 && !create:
+		return fmt.Errorf("%s: %w", b.path, ErrNotInitialized)
+	}
+	if version == 0 {
+		// journal_mode is a property of the file; it cannot change inside a transaction.
+		if _, err := b.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+			return err
+		}
+	}
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Read the version again under the write lock: another init may have won.
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	for ; version < len(ms); version++ {
+		if _, err := tx.ExecContext(ctx, ms[version]); err != nil {
+			return fmt.Errorf("migrating %s to schema %d: %w", b.path, version+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version+1)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Update implements store.Backend.
+func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock in the DSN
+	if err != nil {
+		return err
+	}
+	if err := fn(&sqlTx{tx: tx, now: b.clock()}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// View implements store.Backend.
+func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(&sqlTx{tx: tx, now: b.clock()})
+}
+
+type sqlTx struct {
+	tx  *sql.Tx
+	now time.Time
+}
+
+func (t *sqlTx) Now() time.Time { return t.now }
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func (t *sqlTx) IntentsOf(keys []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, k := range keys {
+		var id int64
+		err := t.tx.QueryRow("SELECT intent_id FROM keys WHERE key = ?", k).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = id
+	}
+	return out, nil
+}
+
+func (t *sqlTx) NewIntent(at time.Time) (int64, error) {
+	r, err := t.tx.Exec("INSERT INTO intents (created_at) VALUES (?)", nanos(at))
+	if err != nil {
+		return 0, err
+	}
+	return r.LastInsertId()
+}
+
+func (t *sqlTx) Bind(intent int64, keys []store.KeyRecord, at time.Time) error {
+	for _, k := range keys {
+		_, err := t.tx.Exec(`INSERT INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET intent_id = excluded.intent_id, bound_at = excluded.bound_at`,
+			k.Key, intent, k.Version, string(k.Strength), nanos(at))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *sqlTx) KeysOf(intent int64) ([]store.KeyRecord, error) {
+	rows, err := t.tx.Query("SELECT key, version, strength FROM keys WHERE intent_id = ? ORDER BY bound_at, key", intent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.KeyRecord
+	for rows.Next() {
+		var k store.KeyRecord
+		var s string
+		if err := rows.Scan(&k.Key, &k.Version, &s); err != nil {
+			return nil, err
+		}
+		k.Strength = gate.Strength(s)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (t *sqlTx) Intent(intent int64) (gate.Intent, error) {
+	var in gate.Intent
+	if err := t.tx.QueryRow("SELECT revision FROM intents WHERE id = ?", intent).Scan(&in.Revision); err != nil {
+		return in, fmt.Errorf("intent %d: %w", intent, err)
+	}
+	as, err := t.attempts(intent, true)
+	if err != nil || len(as) == 0 {
+		return in, err
+	}
+	in.Latest = &as[0].Attempt
+	return in, nil
+}
+
+func (t *sqlTx) SetRevision(intent int64, revision int) error {
+	_, err := t.tx.Exec("UPDATE intents SET revision = ? WHERE id = ?", revision, intent)
+	return err
+}
+
+func (t *sqlTx) NextToken() (uint64, error) {
+	var n uint64
+	err := t.tx.QueryRow("UPDATE token_counter SET last = last + 1 WHERE id = 1 RETURNING last").Scan(&n)
+	return n, err
+}
+
+func (t *sqlTx) InsertAttempt(intent int64, a gate.Attempt, at time.Time) error {
+	_, err := t.tx.Exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, nanos(at), nanos(a.LeaseExpires))
+	return err
+}
+
+func (t *sqlTx) AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error {
+	_, err := t.tx.Exec("INSERT INTO crossings (token, boundary, at, chain_head) VALUES (?, ?, ?, ?)", token, string(b), nanos(at), chainHead)
+	return err
+}
+
+func (t *sqlTx) SetLease(token uint64, expires time.Time) error {
+	return t.exactlyOne("UPDATE attempts SET lease_expires_at = ? WHERE token = ? AND ended_at IS NULL", nanos(expires), token)
+}
+
+func (t *sqlTx) SetOutcome(token uint64, axes gate.Axes, evidence, chainHead string, at time.Time) error {
+	return t.exactlyOne(`UPDATE attempts SET delivery = ?, acceptance = ?, evidence = ?, chain_head = ?, ended_at = ?
+		WHERE token = ? AND ended_at IS NULL`, string(axes.Delivery), string(axes.Acceptance), evidence, chainHead, nanos(at), token)
+}
+
+func (t *sqlTx) exactlyOne(q string, args ...any) error {
+	r, err := t.tx.Exec(q, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("expected to change one attempt, changed %d (%v)", n, err)
+	}
+	return nil
+}
+
+func (t *sqlTx) Attempts(intent int64) ([]store.AttemptRecord, error) {
+	return t.attempts(intent, false)
+}
+
+// attempts lists an intent's attempts oldest first, or only the latest.
+func (t *sqlTx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, error) {
+	q := `SELECT token, revision, task, dispatch_id, claimed_at, lease_expires_at,
+		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head
+		FROM attempts WHERE intent_id = ? ORDER BY token`
+	if latestOnly {
+		q += " DESC LIMIT 1"
+	}
+	rows, err := t.tx.Query(q, intent)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.AttemptRecord
+	for rows.Next() {
+		var a store.AttemptRecord
+		var claimed, lease, ended int64
+		var delivery, acceptance string
+		if err := rows.Scan(&a.Token, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.ClaimedAt, a.LeaseExpires, a.EndedAt = fromNanos(claimed), fromNanos(lease), fromNanos(ended)
+		if ended != 0 {
+			a.Recorded, a.Axes = true, gate.Axes{Delivery: gate.Delivery(delivery), Acceptance: gate.Acceptance(acceptance)}
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Crossings, err = t.crossings(out[i].Token); err != nil {
+			return nil, err
+		}
+		for _, c := range out[i].Crossings {
+			out[i].Crossed = append(out[i].Crossed, c.Boundary)
+		}
+		out[i].Superseded = !latestOnly && i < len(out)-1 && !out[i].Recorded
+	}
+	return out, nil
+}
+
+func (t *sqlTx) crossings(token uint64) ([]store.Crossing, error) {
+	rows, err := t.tx.Query("SELECT boundary, at, chain_head FROM crossings WHERE token = ? ORDER BY at, rowid", token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Crossing
+	for rows.Next() {
+		var c store.Crossing
+		var b string
+		var at int64
+		if err := rows.Scan(&b, &at, &c.ChainHead); err != nil {
+			return nil, err
+		}
+		c.Boundary, c.At = gate.Boundary(b), fromNanos(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (t *sqlTx) UseNonce(nonce string, at time.Time) (bool, error) {
+	r, err := t.tx.Exec("INSERT INTO used_nonces (nonce, used_at) VALUES (?, ?) ON CONFLICT DO NOTHING", nonce, nanos(at))
+	if err != nil {
+		return false, err
+	}
+	n, err := r.RowsAffected()
+	return n == 1, err
+}
+
+func (t *sqlTx) AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error {
+	_, err := t.tx.Exec("INSERT INTO authorizers (name, public_key, added_at) VALUES (?, ?, ?)", name, []byte(pub), nanos(at))
+	return err
+}
+
+func (t *sqlTx) Authorizer(name string) (ed25519.PublicKey, error) {
+	var pub []byte
+	err := t.tx.QueryRow("SELECT public_key FROM authorizers WHERE name = ?", name).Scan(&pub)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return ed25519.PublicKey(pub), err
+}
+
+func (t *sqlTx) Append(e store.Event) error {
+	detail, err := json.Marshal(e.Detail)
+	if err != nil {
+		return err
+	}
+	if e.Detail == nil {
+		detail = []byte("{}")
+	}
+	_, err = t.tx.Exec(`INSERT INTO events (at, intent_id, kind, key, task, token, dispatch_id, revision, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, nanos(e.At), e.Intent, string(e.Kind), e.Key, e.Task, e.Token, e.DispatchID, e.Revision, string(detail))
+	return err
+}
+
+func (t *sqlTx) Events(intent int64) ([]store.Event, error) {
+	rows, err := t.tx.Query(`SELECT seq, at, intent_id, kind, key, task, token, dispatch_id, revision, detail
+		FROM events WHERE intent_id = ? ORDER BY seq`, intent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		var kind, detail string
+		if err := rows.Scan(&e.Seq, &at, &e.Intent, &kind, &e.Key, &e.Task, &e.Token, &e.DispatchID, &e.Revision, &detail); err != nil {
+			return nil, err
+		}
+		e.At, e.Kind = fromNanos(at), store.EventKind(kind)
+		if err := json.NewDecoder(strings.NewReader(detail)).Decode(&e.Detail); err != nil {
+			return nil, fmt.Errorf("event %d: unreadable detail: %w", e.Seq, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

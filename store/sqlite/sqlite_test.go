@@ -1,0 +1,125 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
+		path := filepath.Join(t.TempDir(), "sendonce.db")
+		b, err := Create(context.Background(), path, Options{Clock: c.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
+func claimOne(t *testing.T, b store.Backend) error {
+	t.Helper()
+	id, _ := gate.Title("Bob")
+	s := store.New(b)
+	res, err := s.Claim(context.Background(), store.ClaimRequest{Keys: []gate.Key{gate.NewKey(id, gate.DigestOf([]byte("x")))}, Task: "A"})
+	if err == nil || res.Granted {
+		t.Fatalf("claim granted on a faulty store: %+v", res)
+	}
+	return err
+}
+
+func TestOpenFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o600)
+	garbage := filepath.Join(dir, "garbage.db")
+	os.WriteFile(garbage, []byte("this is not a database, it is a grocery list, long enough to matter"), 0o600)
+	foreign := filepath.Join(dir, "foreign.db")
+	if fb, err := open(foreign, Options{}, "rwc"); err != nil {
+		t.Fatal(err)
+	} else {
+		fb.db.Exec("CREATE TABLE t (x)")
+		fb.Close()
+	}
+	newer := filepath.Join(dir, "newer.db")
+	if nb, err := Create(ctx, newer, Options{}); err != nil {
+		t.Fatal(err)
+	} else {
+		nb.db.Exec("PRAGMA user_version = 99")
+		nb.Close()
+	}
+	for name, tc := range map[string]struct {
+		path string
+		want string
+	}{
+		"missing":   {filepath.Join(dir, "nope.db"), "does not exist"},
+		"directory": {dir, "directory"},
+		"empty":     {empty, "empty"},
+		"garbage":   {garbage, "not a database"},
+		"foreign":   {foreign, "no sendonce store"},
+		"too new":   {newer, "newer than this sendonce"},
+	} {
+		b, err := Open(ctx, tc.path, Options{})
+		if err == nil {
+			b.Close()
+			t.Errorf("%s: opened; want an error", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want it to say %q", name, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("Open created a missing store")
+	}
+}
+
+func TestLockedPastTimeoutFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	holder, err := Create(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	b, err := Open(ctx, path, Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := claimOne(t, b); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("claim on a locked store: %v; want ErrUnavailable", err)
+	}
+}
+
+func TestEventLogIsAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	b, err := Create(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	id, _ := gate.Title("Bob")
+	if _, err := store.New(b).Claim(ctx, store.ClaimRequest{Keys: []gate.Key{gate.NewKey(id, gate.Digest{})}, Task: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"UPDATE events SET kind = 'x'", "DELETE FROM events", "UPDATE token_counter SET last = 0"} {
+		if _, err := b.db.Exec(q); err == nil {
+			t.Errorf("%s succeeded; the log and the token counter must refuse it", q)
+		}
+	}
+}

@@ -1,0 +1,556 @@
+// Package storetest is the conformance suite every store.Backend must pass: each cell
+// of the gate contract, aliases, authorizations and the event log, through store.Store
+// over the backend under test.
+package storetest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+)
+
+// Clock is a settable clock for the backend under test.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock starts at a fixed time.
+func NewClock() *Clock { return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// Factory makes a fresh, initialized, empty backend that reads clock.Now.
+type Factory func(t *testing.T, clock *Clock) store.Backend
+
+const lease = time.Minute
+
+// Run runs the suite.
+func Run(t *testing.T, newBackend Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s *store.Store, c *Clock)
+	}{
+		{"FreeIntentIsGranted", testFreeIntentIsGranted},
+		{"LiveLeaseRefusesOthers", testLiveLeaseRefusesOthers},
+		{"ResumeFencesOlderToken", testResumeFencesOlderToken},
+		{"ExpiredLeaseBeforeCrossing", testExpiredLeaseBeforeCrossing},
+		{"CrossingConsumes", testCrossingConsumes},
+		{"CrossingExpiredIsUnknown", testCrossingExpiredIsUnknown},
+		{"OutcomesEndTheAttempt", testOutcomesEndTheAttempt},
+		{"NotSentFreesOneNewExecutor", testNotSentFreesOneNewExecutor},
+		{"NotSentAfterCrossingIsUnknown", testNotSentAfterCrossingIsUnknown},
+		{"VerifiedNeedsCrossing", testVerifiedNeedsCrossing},
+		{"TokensOnlyIncrease", testTokensOnlyIncrease},
+		{"AliasReachesConsumedIntent", testAliasReachesConsumedIntent},
+		{"AliasesOfFreeIntentsMerge", testAliasesOfFreeIntentsMerge},
+		{"AliasPrecedence", testAliasPrecedence},
+		{"DeliberateRedelivery", testDeliberateRedelivery},
+		{"EventLogExplainsDecisions", testEventLogExplainsDecisions},
+		{"PassIsOneUse", testPassIsOneUse},
+		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewClock()
+			b := newBackend(t, c)
+			s := store.New(b)
+			t.Cleanup(func() { s.Close() })
+			tt.fn(t, s, c)
+		})
+	}
+}
+
+func key(t *testing.T, title, content string) gate.Key {
+	t.Helper()
+	id, err := gate.Title(title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gate.NewKey(id, gate.DigestOf([]byte(content)))
+}
+
+func destKey(t *testing.T, dest, content string) gate.Key {
+	t.Helper()
+	id, err := gate.ProviderID(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gate.NewKey(id, gate.DigestOf([]byte(content)))
+}
+
+func claim(t *testing.T, s *store.Store, task string, keys ...gate.Key) (store.ClaimResult, error) {
+	t.Helper()
+	return s.Claim(context.Background(), store.ClaimRequest{Keys: keys, Task: task, Lease: lease})
+}
+
+func mustClaim(t *testing.T, s *store.Store, task string, keys ...gate.Key) *store.Permit {
+	t.Helper()
+	res, err := claim(t, s, task, keys...)
+	if err != nil || !res.Granted || res.Permit == nil {
+		t.Fatalf("claim by %s: %+v, %v; want granted", task, res, err)
+	}
+	return res.Permit
+}
+
+func wantErr(t *testing.T, what string, err, kind error) {
+	t.Helper()
+	if kind == nil && err != nil {
+		t.Fatalf("%s: %v; want success", what, err)
+	}
+	if kind != nil && !errors.Is(err, kind) {
+		t.Fatalf("%s: %v; want %v", what, err, kind)
+	}
+}
+
+func status(t *testing.T, s *store.Store, keys ...gate.Key) gate.Status {
+	t.Helper()
+	rs, err := s.Status(context.Background(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("status of %v: %d intents; want 1", keys, len(rs))
+	}
+	return rs[0].Status
+}
+
+func wantStatus(t *testing.T, s *store.Store, want gate.Status, keys ...gate.Key) {
+	t.Helper()
+	if got := status(t, s, keys...); got != want {
+		t.Fatalf("status %s; want %s", got, want)
+	}
+}
+
+func resume(t *testing.T, s *store.Store, k gate.Key, task string, token uint64) *store.Permit {
+	t.Helper()
+	p, err := s.Resume(context.Background(), k, gate.PermitRef{Task: task, Token: token})
+	if err != nil {
+		t.Fatalf("resume %s/%d: %v", task, token, err)
+	}
+	return p
+}
+
+var ctx = context.Background()
+
+func testFreeIntentIsGranted(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	wantStatus(t, s, gate.StatusFree, k)
+	res, err := claim(t, s, "A", k)
+	wantErr(t, "claim", err, nil)
+	if res.Strength != gate.Weak || len(res.Keys) != 1 || res.Keys[0].Strength != gate.Weak || res.Permit.DispatchID() == "" {
+		t.Fatalf("result %+v: want one weak key and a dispatch id", res)
+	}
+	if !res.Permit.LeaseExpires().Equal(c.Now().Add(lease)) {
+		t.Fatalf("lease %v; want %v", res.Permit.LeaseExpires(), c.Now().Add(lease))
+	}
+	wantStatus(t, s, gate.StatusHeld, k)
+	wantErr(t, "check open_picker", s.Check(ctx, res.Permit, gate.OpenPicker), nil)
+}
+
+func testLiveLeaseRefusesOthers(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	p := mustClaim(t, s, "A", k)
+	res, err := claim(t, s, "B", k)
+	wantErr(t, "claim by B", err, gate.ErrHeld)
+	if res.Granted || res.Refusal == nil || res.Refusal.Holder != "A" || !res.Refusal.HolderLeaseExpires.Equal(p.LeaseExpires()) {
+		t.Fatalf("refusal %+v: want holder A until %v", res.Refusal, p.LeaseExpires())
+	}
+	if res.Prior == nil || res.Prior.DispatchID != p.DispatchID() {
+		t.Fatalf("refusal names prior attempt %+v; want %s", res.Prior, p.DispatchID())
+	}
+	// A's permit still works; a guessed token does not.
+	wantErr(t, "holder check", s.Check(ctx, p, gate.ChooseFile), nil)
+	_, err = s.Resume(ctx, k, gate.PermitRef{Task: "B", Token: p.Token()})
+	wantErr(t, "resume with another task", err, gate.ErrStale)
+	_, err = s.Resume(ctx, k, gate.PermitRef{Task: "A", Token: p.Token() + 100})
+	wantErr(t, "resume with a guessed token", err, gate.ErrStale)
+}
+
+func testResumeFencesOlderToken(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	old := mustClaim(t, s, "A", k)
+	res, err := claim(t, s, "A", k)
+	wantErr(t, "resume claim", err, nil)
+	if res.Fenced != old.Token() || res.Permit.Token() <= old.Token() {
+		t.Fatalf("resume %+v: want token > %d fencing it", res, old.Token())
+	}
+	wantErr(t, "old check", s.Check(ctx, old, gate.OpenPicker), gate.ErrStale)
+	_, err = s.Cross(ctx, old, gate.ChooseFile, "")
+	wantErr(t, "old cross", err, gate.ErrStale)
+	_, err = s.Renew(ctx, old, lease)
+	wantErr(t, "old renew", err, gate.ErrStale)
+	_, err = s.Record(ctx, old, store.RecordRequest{Outcome: gate.NotSent})
+	wantErr(t, "old record", err, gate.ErrStale)
+	wantErr(t, "new check", s.Check(ctx, res.Permit, gate.OpenPicker), nil)
+}
+
+func testExpiredLeaseBeforeCrossing(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	c.Advance(lease + time.Second)
+	wantStatus(t, s, gate.StatusFree, k)
+	wantErr(t, "expired check", s.Check(ctx, a, gate.OpenPicker), gate.ErrStale)
+	_, err := s.Cross(ctx, a, gate.ChooseFile, "")
+	wantErr(t, "expired cross", err, gate.ErrStale)
+	_, err = s.Renew(ctx, a, lease)
+	wantErr(t, "expired renew", err, gate.ErrStale)
+
+	b := mustClaim(t, s, "B", k)
+	_, err = s.Record(ctx, a, store.RecordRequest{Outcome: gate.NotSent})
+	wantErr(t, "old holder records after takeover", err, gate.ErrStale)
+	wantErr(t, "new holder check", s.Check(ctx, b, gate.OpenPicker), nil)
+
+	// With no later token, the expired holder may still prove not_sent.
+	k2 := key(t, "Bob", "other")
+	a2 := mustClaim(t, s, "A", k2)
+	c.Advance(lease + time.Second)
+	got, err := s.Record(ctx, a2, store.RecordRequest{Outcome: gate.NotSent})
+	wantErr(t, "expired holder records not_sent", err, nil)
+	if got != gate.NotSent {
+		t.Fatalf("recorded %s", got)
+	}
+	wantStatus(t, s, gate.StatusNotSent, k2)
+}
+
+func testCrossingConsumes(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	wantErr(t, "check open_picker", s.Check(ctx, a, gate.OpenPicker), nil)
+	_, err := s.Cross(ctx, a, gate.OpenPicker, "")
+	wantErr(t, "cross open_picker", err, gate.ErrInvalid)
+	_, err = s.Cross(ctx, a, gate.ChooseFile, "head1")
+	wantErr(t, "cross choose_file", err, nil)
+	_, err = claim(t, s, "B", k)
+	wantErr(t, "claim after crossing", err, gate.ErrConsumed)
+	_, err = claim(t, s, "A", k)
+	wantErr(t, "claim by the holder after crossing", err, gate.ErrConsumed)
+	_, err = s.Cross(ctx, a, gate.ChooseFile, "")
+	wantErr(t, "cross choose_file again", err, gate.ErrConsumed)
+	wantErr(t, "check choose_file again", s.Check(ctx, a, gate.ChooseFile), gate.ErrConsumed)
+	wantErr(t, "check send", s.Check(ctx, a, gate.Send), nil)
+	_, err = s.Renew(ctx, a, lease)
+	wantErr(t, "renew while crossed", err, nil)
+	_, err = s.Cross(ctx, a, gate.Send, "head2")
+	wantErr(t, "cross send", err, nil)
+	_, err = s.Cross(ctx, a, gate.Send, "")
+	wantErr(t, "cross send again", err, gate.ErrConsumed)
+	rs, err := s.Status(ctx, []gate.Key{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := rs[0].Latest().Crossings
+	if len(cr) != 2 || cr[0].Boundary != gate.ChooseFile || cr[0].ChainHead != "head1" || cr[1].Boundary != gate.Send || cr[1].ChainHead != "head2" {
+		t.Fatalf("crossings %+v", cr)
+	}
+}
+
+func testCrossingExpiredIsUnknown(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, a, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(lease + time.Second)
+	wantStatus(t, s, gate.StatusSendStatusUnknown, k)
+	_, err := claim(t, s, "B", k)
+	wantErr(t, "claim after expired crossing", err, gate.ErrConsumed)
+	wantErr(t, "check after expiry", s.Check(ctx, a, gate.Send), gate.ErrStale)
+	_, err = s.Cross(ctx, a, gate.Send, "")
+	wantErr(t, "cross after expiry", err, gate.ErrStale)
+	got, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.SentVerified, Evidence: "/tmp/b"})
+	wantErr(t, "late record by the crossing token", err, nil)
+	if got != gate.SentVerified {
+		t.Fatalf("recorded %s", got)
+	}
+	wantStatus(t, s, gate.StatusSentVerified, k)
+}
+
+func testOutcomesEndTheAttempt(t *testing.T, s *store.Store, c *Clock) {
+	for _, o := range []gate.Outcome{gate.SentVerified, gate.SentRejected, gate.SendStatusUnknown} {
+		k := key(t, "Bob", string(o))
+		a := mustClaim(t, s, "A", k)
+		if _, err := s.Cross(ctx, a, gate.Send, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: o}); err != nil {
+			t.Fatalf("record %s: %v", o, err)
+		}
+		wantStatus(t, s, gate.Status(o), k)
+		_, err := claim(t, s, "B", k)
+		wantErr(t, "claim after "+string(o), err, gate.ErrConsumed)
+		wantErr(t, "check after "+string(o), s.Check(ctx, a, gate.Send), gate.ErrStale)
+		_, err = s.Record(ctx, a, store.RecordRequest{Outcome: gate.SentVerified})
+		wantErr(t, "second record after "+string(o), err, gate.ErrStale)
+		c.Advance(24 * time.Hour)
+		_, err = claim(t, s, "C", k)
+		wantErr(t, "claim a day after "+string(o), err, gate.ErrConsumed)
+	}
+}
+
+func testNotSentFreesOneNewExecutor(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.NotSent}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s, gate.StatusNotSent, k)
+	res, err := claim(t, s, "B", k)
+	wantErr(t, "claim after not_sent", err, nil)
+	if res.Previous != gate.StatusNotSent {
+		t.Fatalf("previous %s", res.Previous)
+	}
+	_, err = claim(t, s, "C", k)
+	wantErr(t, "third claim", err, gate.ErrHeld)
+}
+
+func testNotSentAfterCrossingIsUnknown(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, a, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.NotSent})
+	wantErr(t, "not_sent after crossing", err, gate.ErrConsumed)
+	if got != gate.SendStatusUnknown {
+		t.Fatalf("recorded %s; want send_status_unknown", got)
+	}
+	wantStatus(t, s, gate.StatusSendStatusUnknown, k)
+}
+
+func testVerifiedNeedsCrossing(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	for _, o := range []gate.Outcome{gate.SentVerified, gate.SentRejected} {
+		_, err := s.Record(ctx, a, store.RecordRequest{Outcome: o})
+		wantErr(t, string(o)+" without crossing", err, gate.ErrInvalid)
+	}
+	wantStatus(t, s, gate.StatusHeld, k)
+}
+
+func testTokensOnlyIncrease(t *testing.T, s *store.Store, c *Clock) {
+	var last uint64
+	for i := 0; i < 5; i++ {
+		p := mustClaim(t, s, "A", key(t, "Bob", fmt.Sprint(i)))
+		if p.Token() <= last {
+			t.Fatalf("token %d after %d", p.Token(), last)
+		}
+		last = p.Token()
+	}
+}
+
+func testAliasReachesConsumedIntent(t *testing.T, s *store.Store, c *Clock) {
+	title, dest := key(t, "Bob", "report"), destKey(t, "xmpp:bob@localhost", "report")
+	a := mustClaim(t, s, "A", title)
+	if _, err := s.Cross(ctx, a, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.SentVerified}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := claim(t, s, "B", dest, title)
+	wantErr(t, "claim by both keys", err, gate.ErrConsumed)
+	if res.Strength != gate.Strong || len(res.Keys) != 2 {
+		t.Fatalf("keys %+v strength %s: want both keys bound, strong", res.Keys, res.Strength)
+	}
+	// The provider id alone now reaches the consumed intent: no alias stays free.
+	wantStatus(t, s, gate.StatusSentVerified, dest)
+	_, err = claim(t, s, "C", dest)
+	wantErr(t, "claim by provider id alone", err, gate.ErrConsumed)
+}
+
+func testAliasesOfFreeIntentsMerge(t *testing.T, s *store.Store, c *Clock) {
+	k1, k2 := key(t, "Bob", "report"), destKey(t, "xmpp:bob@localhost", "report")
+	a := mustClaim(t, s, "A", k1)
+	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.NotSent}); err != nil {
+		t.Fatal(err)
+	}
+	b := mustClaim(t, s, "B", k2)
+	if _, err := s.Record(ctx, b, store.RecordRequest{Outcome: gate.NotSent}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustClaim(t, s, "C", k2, k1)
+	rs, err := s.Status(ctx, []gate.Key{k1, k2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Status != gate.StatusHeld || len(rs[0].Keys) != 2 {
+		t.Fatalf("after merge: %+v; want one held intent with both keys", rs)
+	}
+	_, err = claim(t, s, "D", k1)
+	wantErr(t, "claim by title after merge", err, gate.ErrHeld)
+	wantErr(t, "merged permit check", s.Check(ctx, p, gate.OpenPicker), nil)
+}
+
+func testAliasPrecedence(t *testing.T, s *store.Store, c *Clock) {
+	held, consumed, free := key(t, "Bob", "h"), key(t, "Bob", "c"), key(t, "Bob", "f")
+	mustClaim(t, s, "A", held)
+	p := mustClaim(t, s, "A", consumed)
+	if _, err := s.Cross(ctx, p, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := claim(t, s, "B", held, free, consumed)
+	wantErr(t, "held+free+consumed", err, gate.ErrConsumed)
+	if res.Refusal.Status != gate.StatusHeld { // crossed with a live lease is held, and consumed
+		t.Fatalf("refusal status %s", res.Refusal.Status)
+	}
+	// The free key was bound to the strictest intent: claiming it alone is refused.
+	_, err = claim(t, s, "C", free)
+	wantErr(t, "free alias after refusal", err, gate.ErrConsumed)
+	_, err = claim(t, s, "C", held)
+	wantErr(t, "held alias", err, gate.ErrHeld)
+}
+
+func testDeliberateRedelivery(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, a, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	auth := gate.Authorization{Key: k, Revision: 1, Nonce: "nonce-0123456789", ExpiresAt: c.Now().Add(time.Hour), Signer: "carol"}
+	auth.Sign(priv)
+
+	wantErr(t, "unregistered authorizer", s.Authorize(ctx, auth, "resend"), gate.ErrInvalid)
+	if err := s.AddAuthorizer(ctx, "carol", priv.Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "duplicate authorizer", s.AddAuthorizer(ctx, "carol", priv.Public().(ed25519.PublicKey)), gate.ErrInvalid)
+	wantErr(t, "authorize while held", s.Authorize(ctx, auth, "resend"), gate.ErrHeld)
+	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.SendStatusUnknown}); err != nil {
+		t.Fatal(err)
+	}
+	forged := auth
+	forged.Revision = 2
+	wantErr(t, "forged revision", s.Authorize(ctx, forged, "resend"), gate.ErrInvalid)
+	wantErr(t, "no reason", s.Authorize(ctx, auth, ""), gate.ErrInvalid)
+	wantErr(t, "authorize", s.Authorize(ctx, auth, "customer lost the file"), nil)
+	wantStatus(t, s, gate.StatusFree, k)
+	wantErr(t, "same signature again", s.Authorize(ctx, auth, "again"), gate.ErrInvalid)
+
+	b := mustClaim(t, s, "B", k)
+	if b.Revision() != 1 {
+		t.Fatalf("revision %d; want 1", b.Revision())
+	}
+	_, err := claim(t, s, "C", k)
+	wantErr(t, "second executor for r1", err, gate.ErrHeld)
+	if _, err := s.Cross(ctx, b, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Record(ctx, b, store.RecordRequest{Outcome: gate.SentVerified}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = claim(t, s, "C", k)
+	wantErr(t, "claim after r1 verified", err, gate.ErrConsumed)
+
+	rs, err := s.Show(ctx, []gate.Key{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range rs[0].Events {
+		if e.Kind == store.EventAuthorized {
+			found = e.Detail["authorizer"] == "carol" && e.Detail["reason"] == "customer lost the file" && e.Detail["follows_revision"] == "0" && e.Detail["opens_revision"] == "1"
+		}
+	}
+	if !found {
+		t.Fatalf("no authorized event with who, why and which revision: %+v", rs[0].Events)
+	}
+	// Both facts kept: the r0 attempt's unknown and the r1 attempt's verified.
+	if n := len(rs[0].Attempts); n != 2 || rs[0].Attempts[0].Revision != 0 || rs[0].Attempts[1].Revision != 1 {
+		t.Fatalf("attempts %+v", rs[0].Attempts)
+	}
+}
+
+func testEventLogExplainsDecisions(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	claim(t, s, "B", k)
+	s.Check(ctx, a, gate.OpenPicker)
+	s.Renew(ctx, a, lease)
+	s.Cross(ctx, a, gate.ChooseFile, "h")
+	s.Record(ctx, a, store.RecordRequest{Outcome: gate.SentVerified, Evidence: "/ev", ChainHead: "h2"})
+	s.Check(ctx, a, gate.Send)
+	rs, err := s.Show(ctx, []gate.Key{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []store.EventKind
+	for _, e := range rs[0].Events {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []store.EventKind{store.EventIntentCreated, store.EventKeyBound, store.EventClaimGranted, store.EventClaimRefused,
+		store.EventCheckPassed, store.EventRenewed, store.EventCrossed, store.EventRecorded, store.EventCheckRefused}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("events %v; want %v", kinds, want)
+	}
+	refused := rs[0].Events[3]
+	if refused.Task != "B" || refused.Detail["holder"] != "A" || refused.Detail["reason"] == "" {
+		t.Fatalf("refusal event %+v: want task B, holder A and a reason", refused)
+	}
+	rec := rs[0].Events[7]
+	if rec.Token != a.Token() || rec.DispatchID != a.DispatchID() || rec.Detail["evidence"] != "/ev" || rec.Detail["chain_head"] != "h2" {
+		t.Fatalf("record event %+v", rec)
+	}
+	for i := 1; i < len(rs[0].Events); i++ {
+		if rs[0].Events[i].Seq <= rs[0].Events[i-1].Seq || rs[0].Events[i].At.Before(rs[0].Events[i-1].At) {
+			t.Fatal("events out of order")
+		}
+	}
+}
+
+func testPassIsOneUse(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	a := mustClaim(t, s, "A", k)
+	pass, err := s.Cross(ctx, a, gate.Send, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass.Boundary() != gate.Send || pass.Permit() != a {
+		t.Fatal("pass does not name its crossing")
+	}
+	wantErr(t, "first use", pass.Use(), nil)
+	wantErr(t, "second use", pass.Use(), store.ErrPassUsed)
+	var none *store.Pass
+	wantErr(t, "nil pass", none.Use(), gate.ErrStale)
+}
+
+func testConcurrentClaimsOneWinner(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	const n = 16
+	var wg sync.WaitGroup
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: fmt.Sprint("task", i), Lease: lease})
+			results <- err
+		}(i)
+	}
+	wg.Wait()
+	close(results)
+	granted := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			granted++
+		case !errors.Is(err, gate.ErrHeld):
+			t.Errorf("claim: %v; want granted or held", err)
+		}
+	}
+	if granted != 1 {
+		t.Fatalf("%d grants; want exactly 1", granted)
+	}
+}
