@@ -298,7 +298,7 @@ func (t *sqlTx) Bind(intent int64, keys []store.KeyRecord, at time.Time) error {
 }
 
 func (t *sqlTx) KeysOf(intent int64) ([]store.KeyRecord, error) {
-	rows, err := t.tx.Query("SELECT key, version, strength FROM keys WHERE intent_id = ? ORDER BY bound_at, key", intent)
+	rows, err := t.tx.Query("SELECT key, version, strength FROM keys WHERE intent_id = ? ORDER BY bound_at, strength, key", intent)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/sqlite"
+)
+
+// Exit codes: the contract with every caller. Documented in the README; never renumbered.
+const (
+	exitOK          = 0
+	exitUsage       = 2 // usage or bad input
+	exitConsumed    = 3 // refused: consumed or crossed
+	exitHeld        = 4 // refused: another executor holds it
+	exitFailClosed  = 5 // refused: the store is unavailable (fail closed)
+	exitStale       = 6 // refused: stale or expired permit
+	exitUnknown     = 7 // deliver: send_status_unknown
+	exitNotSent     = 8 // deliver: not_sent, stopped safely before any boundary
+	exitRejected    = 9 // deliver: sent_rejected
+	exitInterrupted = 130
+)
+
+// usageError is bad command-line input.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an exit code chosen by a command (deliver's outcome codes).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var u usageError
+	var x exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &x):
+		return x.code
+	case errors.As(err, &u), errors.Is(err, gate.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, sqlite.ErrNotInitialized):
+		return exitFailClosed
+	case errors.Is(err, gate.ErrConsumed):
+		return exitConsumed
+	case errors.Is(err, gate.ErrStale):
+		return exitStale
+	case errors.Is(err, gate.ErrHeld):
+		return exitHeld
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	}
+	return exitFailClosed // an error nobody classified: refuse rather than guess
+}
+
+// environment is what a command may touch of the outside world.
+type environment struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	// Global flags.
+	storePath   string
+	jsonOut     bool
+	logFormat   string
+	lockTimeout time.Duration
+
+	log zerolog.Logger
+	// printed is set once a command printed its JSON object, so errors after it do not
+	// print a second one.
+	printed bool
+}
+
+// command is one subcommand: its name, a one-line summary, and its body.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *environment, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"init", "create the store (the only command that creates one)", cmdInit},
+		{"gate claim", "claim the right to deliver a file to a destination", cmdClaim},
+		{"gate check", "ask again before a boundary", cmdCheck},
+		{"gate cross", "record, durably, that a boundary is about to be crossed", cmdCross},
+		{"gate renew", "extend a live lease", cmdRenew},
+		{"gate record", "record an attempt's outcome", cmdRecord},
+		{"gate authorize", "open a deliberate redelivery with a signed authorization", cmdAuthorize},
+		{"authorizer add", "register a person's ed25519 public key", cmdAuthorizerAdd},
+		{"authorizer keygen", "make an ed25519 key pair for a person", cmdAuthorizerKeygen},
+		{"authorizer sign", "sign an authorization for one redelivery", cmdAuthorizerSign},
+		{"status", "what the store says about a key", cmdStatus},
+		{"show", "every attempt and event of a key", cmdShow},
+	}
+}
+
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: sendonce [--store PATH] [--json] [--log console|json] COMMAND [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-18s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected. 'sendonce COMMAND -h' shows a command's flags.\n")
+	return b.String()
+}
+
+// run is the whole program; main only calls it and exits with its result.
+func run(ctx context.Context, args []string, env *environment) int {
+	env.logFormat, env.lockTimeout = "console", 10*time.Second
+	env.storePath = env.getenv("SENDONCE_STORE")
+	rest, err := parseGlobal(env, args)
+	if err == nil {
+		err = dispatch(ctx, env, rest)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	code := exitCode(err)
+	if err != nil {
+		env.fail(err, code)
+	}
+	return code
+}
+
+func dispatch(ctx context.Context, env *environment, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(env.stderr, usageText())
+		return usagef("no command given")
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(env.stdout, usageText())
+		return nil
+	}
+	for _, c := range commands() {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			env.setupLog()
+			return c.run(ctx, env, args[len(words):])
+		}
+	}
+	return usagef("unknown command %q: run 'sendonce help'", strings.Join(args[:min(2, len(args))], " "))
+}
+
+// parseGlobal reads global flags that come before the command.
+func parseGlobal(env *environment, args []string) ([]string, error) {
+	fs := flag.NewFlagSet("sendonce", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env.globalFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return fs.Args(), nil
+}
+
+// globalFlags registers the flags every command accepts, before or after its name.
+func (env *environment) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&env.storePath, "store", env.storePath, "the store `PATH` (default $SENDONCE_STORE, else "+defaultStoreHint+")")
+	fs.BoolVar(&env.jsonOut, "json", env.jsonOut, "print exactly one JSON object on stdout")
+	fs.StringVar(&env.logFormat, "log", env.logFormat, "log `format` on stderr: console or json")
+	fs.DurationVar(&env.lockTimeout, "lock-timeout", env.lockTimeout, "how long to wait for another process's transaction before failing closed")
+}
+
+// flags makes a command's flag set with the global flags registered.
+func (env *environment) flags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	env.globalFlags(fs)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "usage: sendonce %s %s\n\nflags:\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses a command's flags, which may come before or after its positional
+// arguments ("show KEY --json"), and checks the number of positionals.
+func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	var pos []string
+	for {
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(args)
+		fs.SetOutput(nil)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return nil, err
+		}
+		if err != nil {
+			return nil, usagef("sendonce %s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	switch {
+	case len(pos) != positional && positional == 0:
+		return nil, usagef("sendonce %s: unexpected argument %q", fs.Name(), pos[0])
+	case len(pos) != positional:
+		return nil, usagef("sendonce %s: want %d argument(s), got %d", fs.Name(), positional, len(pos))
+	}
+	return pos, nil
+}
+
+func (env *environment) setupLog() {
+	var w io.Writer = zerolog.ConsoleWriter{Out: env.stderr, TimeFormat: time.TimeOnly, NoColor: true}
+	if env.logFormat == "json" {
+		w = env.stderr
+	}
+	env.log = zerolog.New(w).With().Timestamp().Logger()
+}
+
+// print writes a command's result: one JSON object with --json, else text.
+func (env *environment) print(obj any, text func(w io.Writer)) {
+	env.printed = true
+	if env.jsonOut {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetEscapeHTML(false)
+		enc.Encode(obj)
+		return
+	}
+	text(env.stdout)
+}
+
+// fail reports an error: as the one JSON object on stdout with --json, else on stderr.
+func (env *environment) fail(err error, code int) {
+	if env.jsonOut {
+		if !env.printed {
+			enc := json.NewEncoder(env.stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(map[string]any{"error": err.Error(), "exit_code": code})
+		}
+		return
+	}
+	if !env.printed {
+		fmt.Fprintf(env.stderr, "sendonce: %v\n", err)
+	}
+}
+
+const defaultStoreHint = "$XDG_STATE_HOME/sendonce/sendonce.db or ~/.local/state/sendonce/sendonce.db"
+
+// storeFile resolves the one store path: --store, $SENDONCE_STORE, else the default.
+func (env *environment) storeFile() (string, error) {
+	p := env.storePath
+	if strings.HasPrefix(p, "postgres://") || strings.HasPrefix(p, "postgresql://") {
+		return "", usagef("PostgreSQL stores are not supported yet; use a SQLite file path")
+	}
+	if p != "" {
+		return p, nil
+	}
+	if d := env.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "sendonce", "sendonce.db"), nil
+	}
+	home := env.getenv("HOME")
+	if home == "" {
+		return "", usagef("no store: give --store PATH or set SENDONCE_STORE (HOME is not set for the default)")
+	}
+	return filepath.Join(home, ".local", "state", "sendonce", "sendonce.db"), nil
+}
+
+// openStore opens the existing store; a missing one fails closed.
+func (env *environment) openStore(ctx context.Context) (*store.Store, error) {
+	path, err := env.storeFile()
+	if err != nil {
+		return nil, err
+	}
+	b, err := sqlite.Open(ctx, path, sqlite.Options{LockTimeout: env.lockTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	return store.New(b), nil
+}
+
+// killpoint is a documented test hook: with SENDONCE_TEST_KILL_AFTER=NAME in the
+// environment, the process kills itself with SIGKILL right after the step NAME is
+// durable, the way a crash would. The crash-matrix tests use it.
+func (env *environment) killpoint(name string) {
+	if env.getenv("SENDONCE_TEST_KILL_AFTER") == name {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary be the sendonce command: for testscript's scripts, and
+// for the tests that start many real OS processes (SENDONCE_AS_CLI=1).
+func TestMain(m *testing.M) {
+	if os.Getenv("SENDONCE_AS_CLI") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+	}
+	testscript.Main(m, map[string]func(){
+		"sendonce": func() { main() },
+	})
+}
+
+// TestScripts runs the CLI's behaviour as scripts: testdata/script/*.txt.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("SENDONCE_STORE", e.WorkDir+"/sendonce.db")
+			return nil
+		},
+	})
+}
