@@ -46,8 +46,10 @@ type Tx interface {
 	// Attempts lists an intent's attempts, oldest first.
 	Attempts(intent int64) ([]AttemptRecord, error)
 
-	// UseNonce records an authorization nonce; it reports false if it was used before.
-	UseNonce(nonce string, at time.Time) (bool, error)
+	// NonceUsed reports whether an authorization nonce was used before.
+	NonceUsed(nonce string) (bool, error)
+	// UseNonce records an authorization nonce; using one twice is an error.
+	UseNonce(nonce string, at time.Time) error
 	AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error
 	// Authorizer returns the public key registered under name, or nil if none is.
 	Authorizer(name string) (ed25519.PublicKey, error)

@@ -579,6 +579,13 @@ func (s *Store) Authorize(ctx context.Context, a gate.Authorization, reason stri
 		} else if err != nil {
 			return err
 		}
+		used, err := tx.NonceUsed(a.Nonce)
+		if err != nil {
+			return err
+		}
+		if used {
+			return fmt.Errorf("%w: this signed authorization (nonce %s) was already used; a signature is accepted once", gate.ErrInvalid, a.Nonce)
+		}
 		d := map[string]string{"authorizer": a.Signer, "reason": reason, "opens_revision": strconv.Itoa(a.Revision), "follows_revision": strconv.Itoa(in.Revision), "nonce": a.Nonce, "expires_at": formatTime(a.ExpiresAt)}
 		e := Event{At: now, Intent: id, Key: a.Key.String(), Revision: in.Revision, Detail: d}
 		if _, refusal = gate.Authorize(in, a.Revision, now); refusal != nil {
@@ -586,12 +593,8 @@ func (s *Store) Authorize(ctx context.Context, a gate.Authorization, reason stri
 			e.Kind = EventAuthorizeRefused
 			return appendEvent(tx, e)
 		}
-		fresh, err := tx.UseNonce(a.Nonce, now)
-		if err != nil {
+		if err := tx.UseNonce(a.Nonce, now); err != nil {
 			return err
-		}
-		if !fresh {
-			return fmt.Errorf("%w: this signed authorization (nonce %s) was already used; a signature is accepted once", gate.ErrInvalid, a.Nonce)
 		}
 		if err := tx.SetRevision(id, a.Revision); err != nil {
 			return err

@@ -438,13 +438,15 @@ func (t *sqlTx) crossings(token uint64) ([]store.Crossing, error) {
 	return out, rows.Err()
 }
 
-func (t *sqlTx) UseNonce(nonce string, at time.Time) (bool, error) {
-	r, err := t.tx.Exec("INSERT INTO used_nonces (nonce, used_at) VALUES (?, ?) ON CONFLICT DO NOTHING", nonce, nanos(at))
-	if err != nil {
-		return false, err
-	}
-	n, err := r.RowsAffected()
-	return n == 1, err
+func (t *sqlTx) NonceUsed(nonce string) (bool, error) {
+	var n int
+	err := t.tx.QueryRow("SELECT count(*) FROM used_nonces WHERE nonce = ?", nonce).Scan(&n)
+	return n > 0, err
+}
+
+func (t *sqlTx) UseNonce(nonce string, at time.Time) error {
+	_, err := t.tx.Exec("INSERT INTO used_nonces (nonce, used_at) VALUES (?, ?)", nonce, nanos(at))
+	return err
 }
 
 func (t *sqlTx) AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error {
