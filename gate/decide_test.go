@@ -249,3 +249,37 @@ func TestAxes(t *testing.T) {
 		t.Error("failed+accepted must be invalid")
 	}
 }
+
+// TestNamedRules names each decision rule of the issue as its own case.
+func TestNamedRules(t *testing.T) {
+	now := t0.Add(time.Second)
+	later := t0.Add(lease + time.Hour) // an overnight resume
+	claimBy := func(in Intent, task string, at time.Time) *Refusal {
+		_, _, r := Claim(in, task, at, at.Add(lease), 99, "d")
+		return r
+	}
+	t.Run("no matching task: grant", func(t *testing.T) { wantKind(t, "claim", claimBy(Intent{}, "A", now), nil) })
+	t.Run("prior attempt proven not_sent: one new executor", func(t *testing.T) {
+		wantKind(t, "claim", claimBy(recorded(claimed("A", 1), NotSent), "B", now), nil)
+	})
+	for _, o := range []Outcome{SentVerified, SentRejected, SendStatusUnknown} {
+		t.Run("prior "+string(o)+": refuse", func(t *testing.T) {
+			wantKind(t, "claim", claimBy(recorded(claimed("A", 1, Send), o), "B", later), ErrConsumed)
+		})
+	}
+	t.Run("resume after the task itself may have sent: refuse", func(t *testing.T) {
+		wantKind(t, "claim", claimBy(claimed("A", 1, Send), "A", later), ErrConsumed)
+	})
+	t.Run("resume after a sibling may have sent: refuse", func(t *testing.T) {
+		wantKind(t, "claim", claimBy(claimed("B", 1, ChooseFile), "A", later), ErrConsumed)
+	})
+	t.Run("several tasks at once: the first wins, the others are refused with the winner named", func(t *testing.T) {
+		in, _, r := Claim(Intent{}, "A", now, now.Add(lease), 1, "dA")
+		wantKind(t, "first", r, nil)
+		r = claimBy(in, "B", now)
+		wantKind(t, "second", r, ErrHeld)
+		if r.Holder != "A" {
+			t.Fatalf("holder %q", r.Holder)
+		}
+	})
+}
