@@ -45,6 +45,8 @@ type Tx interface {
 	SetOutcome(token uint64, axes gate.Axes, evidence, chainHead string, at time.Time) error
 	// Attempts lists an intent's attempts, oldest first.
 	Attempts(intent int64) ([]AttemptRecord, error)
+	// AttemptByDispatch finds an attempt by its dispatch id, or returns nil.
+	AttemptByDispatch(dispatchID string) (*AttemptRecord, error)
 
 	// NonceUsed reports whether an authorization nonce was used before.
 	NonceUsed(nonce string) (bool, error)

@@ -681,3 +681,15 @@ func (s *Store) report(ctx context.Context, keys []gate.Key, events bool) ([]Int
 	})
 	return out, err
 }
+
+// AttemptByDispatch finds an attempt by its dispatch id: what the store recorded of it,
+// crossings and their chain heads included. It returns nil when the store has none.
+func (s *Store) AttemptByDispatch(ctx context.Context, dispatchID string) (*AttemptRecord, error) {
+	var a *AttemptRecord
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		a, err = tx.AttemptByDispatch(dispatchID)
+		return err
+	})
+	return a, err
+}

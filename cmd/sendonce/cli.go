@@ -112,6 +112,10 @@ func commands() []command {
 		{"authorizer add", "register a person's ed25519 public key", cmdAuthorizerAdd},
 		{"authorizer keygen", "make an ed25519 key pair for a person", cmdAuthorizerKeygen},
 		{"authorizer sign", "sign an authorization for one redelivery", cmdAuthorizerSign},
+		{"evidence verify", "recompute a bundle's hashes, chain, seal and signature", cmdEvidenceVerify},
+		{"evidence report", "write a bundle as one self-contained HTML page", cmdEvidenceReport},
+		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
+		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
 	}
@@ -246,6 +250,10 @@ func (env *environment) print(obj any, text func(w io.Writer)) {
 
 // fail reports an error: as the one JSON object on stdout with --json, else on stderr.
 func (env *environment) fail(err error, code int) {
+	var x exitError
+	if errors.As(err, &x) && env.printed && x.code != exitVerifyFailed {
+		return // the result was printed; its exit code says the rest
+	}
 	if env.jsonOut {
 		if !env.printed {
 			enc := json.NewEncoder(env.stdout)

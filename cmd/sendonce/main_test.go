@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -25,7 +26,10 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SENDONCE_STORE", e.WorkDir+"/sendonce.db")
-			return nil
+			root, err := filepath.Abs("../../testdata")
+			e.Setenv("BUNDLES", root+"/bundles")
+			e.Setenv("TRANSCRIPTS", root+"/transcripts")
+			return err
 		},
 	})
 }

@@ -375,15 +375,36 @@ func (t *sqlTx) Attempts(intent int64) ([]store.AttemptRecord, error) {
 	return t.attempts(intent, false)
 }
 
+func (t *sqlTx) AttemptByDispatch(dispatchID string) (*store.AttemptRecord, error) {
+	as, err := t.queryAttempts("dispatch_id = ?", dispatchID)
+	if err != nil || len(as) == 0 {
+		return nil, err
+	}
+	return &as[0], nil
+}
+
 // attempts lists an intent's attempts oldest first, or only the latest.
 func (t *sqlTx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, error) {
+	where := "intent_id = ? ORDER BY token"
+	if latestOnly {
+		where += " DESC LIMIT 1"
+	}
+	out, err := t.queryAttempts(where, intent)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Superseded = !latestOnly && i < len(out)-1 && !out[i].Recorded
+	}
+	return out, nil
+}
+
+// queryAttempts reads attempts and their crossings.
+func (t *sqlTx) queryAttempts(where string, args ...any) ([]store.AttemptRecord, error) {
 	q := `SELECT token, revision, task, dispatch_id, claimed_at, lease_expires_at,
 		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head
-		FROM attempts WHERE intent_id = ? ORDER BY token`
-	if latestOnly {
-		q += " DESC LIMIT 1"
-	}
-	rows, err := t.tx.Query(q, intent)
+		FROM attempts WHERE ` + where
+	rows, err := t.tx.Query(q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +434,6 @@ func (t *sqlTx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, 
 		for _, c := range out[i].Crossings {
 			out[i].Crossed = append(out[i].Crossed, c.Boundary)
 		}
-		out[i].Superseded = !latestOnly && i < len(out)-1 && !out[i].Recorded
 	}
 	return out, nil
 }

@@ -254,6 +254,13 @@ func testCrossingConsumes(t *testing.T, s *store.Store, c *Clock) {
 	if len(cr) != 2 || cr[0].Boundary != gate.ChooseFile || cr[0].ChainHead != "head1" || cr[1].Boundary != gate.Send || cr[1].ChainHead != "head2" {
 		t.Fatalf("crossings %+v", cr)
 	}
+	byID, err := s.AttemptByDispatch(ctx, a.DispatchID())
+	if err != nil || byID == nil || byID.Token != a.Token() || len(byID.Crossings) != 2 || byID.Crossings[1].ChainHead != "head2" {
+		t.Fatalf("attempt by dispatch id: %+v, %v", byID, err)
+	}
+	if none, err := s.AttemptByDispatch(ctx, "no-such-dispatch"); none != nil || err != nil {
+		t.Fatalf("unknown dispatch id: %+v, %v; want nil, nil", none, err)
+	}
 }
 
 func testCrossingExpiredIsUnknown(t *testing.T, s *store.Store, c *Clock) {

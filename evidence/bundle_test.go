@@ -1,0 +1,340 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"image"
+	"image/color"
+	"image/draw"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+)
+
+const bundlesDir = "../testdata/bundles"
+
+// synthFrame draws a small fake chat window with labelled texts and returns it with the
+// word boxes of what it drew, as OCR would report them.
+func synthFrame(lines ...string) (image.Image, []OCRWord) {
+	img := image.NewRGBA(image.Rect(0, 0, 480, 300))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{245, 245, 245, 255}}, image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(0, 0, 480, 40), &image.Uniform{color.RGBA{60, 90, 160, 255}}, image.Point{}, draw.Src)
+	var words []OCRWord
+	for i, line := range lines {
+		y := 26 + i*40
+		col := color.Color(color.Black)
+		if i == 0 {
+			col = color.White
+		}
+		d := &font.Drawer{Dst: img, Src: image.NewUniform(col), Face: basicfont.Face7x13, Dot: fixed.P(20, y)}
+		x := 20
+		for _, w := range strings.Fields(line) {
+			d.Dot = fixed.P(x, y)
+			d.DrawString(w)
+			words = append(words, OCRWord{Text: w, Box: Box{X: x, Y: y - 11, W: 7 * len(w), H: 13}, Confidence: 91})
+			x += 7 * (len(w) + 1)
+		}
+	}
+	return img, words
+}
+
+var testSigner = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+
+// buildIntact writes a sealed, signed bundle of a verified text-file delivery.
+func buildIntact(t *testing.T, dir string) {
+	t.Helper()
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(lines ...string) (string, []OCRWord) {
+		img, words := synthFrame(lines...)
+		h, err := r.Frame(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, words
+	}
+	chat, chatWords := frame("Bob", "hello there")
+	mustAppend(t, r, Record{Kind: KindObserve, After: chat, OCR: []OCRRegion{{Frame: chat, Region: Box{0, 0, 480, 40}, Words: chatWords[:1]}},
+		Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
+	page, pageWords := frame("Bob", "Add Files", "Cancel Send Files")
+	mustAppend(t, r, Record{Kind: KindStep, Intent: "open picker", Class: Safe, Target: &Target{Method: "shortcut"}, Inputs: []Input{KeyInput("ctrl+shift+u")}, Before: chat})
+	mustAppend(t, r, Record{Kind: KindResult, Step: 2, After: page, OCR: []OCRRegion{{Frame: page, Region: Box{0, 40, 480, 260}, Words: pageWords[1:]}}})
+	mustAppend(t, r, Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "choose_file", Token: 7, Decision: "crossed"}})
+	chosen, chosenWords := frame("Bob", "report.txt 17 B", "Cancel Send Files")
+	mustAppend(t, r, Record{Kind: KindStep, Intent: "choose file", Class: MaySubmit, Target: &Target{Method: "chooser_path"}, Inputs: []Input{KeyInput("ctrl+l"), TypedPath("/var/lib/sendonce/staging/ab/report.txt"), KeyInput("Return")}, Before: page})
+	mustAppend(t, r, Record{Kind: KindResult, Step: 5, After: chosen, OCR: []OCRRegion{{Frame: chosen, Region: Box{0, 40, 480, 260}, Words: chosenWords[1:]}}})
+	mustAppend(t, r, Record{Kind: KindObserve, Before: chat, Observed: &Observation{What: "sent_items", Phase: "before_send", DispatchID: testDispatch, Title: "Bob"}})
+	mustAppend(t, r, Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "send", Token: 7, Decision: "crossed"}})
+	sendBox := chosenWords[len(chosenWords)-2]
+	mustAppend(t, r, Record{Kind: KindStep, Intent: "press send", Class: Submit, Target: &Target{Method: "ocr_anchor", Words: []string{"Send", "Files"}, Box: &sendBox.Box, Confidence: 91}, Inputs: []Input{ClickInput(sendBox.Box.X+10, sendBox.Box.Y+6)}, Before: chosen})
+	sent, sentWords := frame("Bob", "hello there", "report.txt 17 B")
+	mustAppend(t, r, Record{Kind: KindResult, Step: 9, After: sent})
+	mustAppend(t, r, Record{Kind: KindObserve, Intent: "look for the sent item", After: sent, OCR: []OCRRegion{{Frame: sent, Region: Box{0, 40, 480, 260}, Words: sentWords[3:]}},
+		Observed: &Observation{What: "sent_items", Phase: "after_send", DispatchID: testDispatch, Title: "Bob", Items: []Item{{Name: "report.txt", Size: "17 B"}}}})
+	c := Classify(Transcript{Manifest: r.seqManifest(t), Records: readRecords(t, dir), Complete: true})
+	if _, err := r.Seal(string(c.Outcome), c.Reasons, testSigner); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *Recorder) seqManifest(t *testing.T) Manifest {
+	b, err := Verify(r.dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Manifest
+}
+
+func readRecords(t *testing.T, dir string) []Record {
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Records
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stepsLines(t *testing.T, dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "steps.jsonl"))
+	return strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func writeLines(dir string, lines []string) {
+	s := strings.Join(lines, "")
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	os.WriteFile(filepath.Join(dir, "steps.jsonl"), []byte(s), 0o600)
+}
+
+func firstFrame(t *testing.T, dir string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "frames", "*.png"))
+	sort.Strings(m)
+	return m[0]
+}
+
+// tamperCases: each makes one change to a copy of the intact bundle; verify must name it.
+func tamperCases() []struct {
+	name, want string
+	tamper     func(t *testing.T, dir string)
+} {
+	return []struct {
+		name, want string
+		tamper     func(t *testing.T, dir string)
+	}{
+		{"edited-frame-byte", "was edited", func(t *testing.T, dir string) {
+			p := firstFrame(t, dir)
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 1
+			os.WriteFile(p, b, 0o600)
+		}},
+		{"edited-step-byte", "does not chain", func(t *testing.T, dir string) {
+			l := stepsLines(t, dir)
+			l[1] = strings.Replace(l[1], `"open picker"`, `"open pickle"`, 1)
+			l[2] = strings.Replace(l[2], `"step":2`, `"step":2 `, 1) // keep later lines: the chain breaks at 3
+			writeLines(dir, l)
+		}},
+		{"deleted-step", "was deleted", func(t *testing.T, dir string) {
+			l := stepsLines(t, dir)
+			writeLines(dir, append(l[:3], l[4:]...))
+		}},
+		{"reordered-steps", "reordered", func(t *testing.T, dir string) {
+			l := stepsLines(t, dir)
+			l[3], l[4] = l[4], l[3]
+			writeLines(dir, l)
+		}},
+		{"duplicated-step", "was duplicated", func(t *testing.T, dir string) {
+			l := stepsLines(t, dir)
+			writeLines(dir, append(l[:5], append([]string{l[4]}, l[5:]...)...))
+		}},
+		{"missing-file", "missing file frames/", func(t *testing.T, dir string) { os.Remove(firstFrame(t, dir)) }},
+		{"extra-file", "extra file notes.txt", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o600)
+		}},
+		{"truncated-log", "truncated", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "steps.jsonl")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-25], 0o600)
+		}},
+		{"dropped-last-steps-after-seal", "after sealing", func(t *testing.T, dir string) {
+			l := stepsLines(t, dir)
+			writeLines(dir, l[:len(l)-2])
+		}},
+		{"wrong-signature", "wrong signature", func(t *testing.T, dir string) {
+			editFile(t, filepath.Join(dir, "seal.json"), `"outcome": "sent_verified"`, `"outcome": "not_sent"`)
+		}},
+		{"edited-manifest", "does not chain", func(t *testing.T, dir string) {
+			editFile(t, filepath.Join(dir, "manifest.json"), `"task": "task-1"`, `"task": "task-2"`)
+		}},
+	}
+}
+
+// TestBundles regenerates (with -update) and verifies testdata/bundles: the intact
+// bundle verifies, and each tamper folder fails with its problem named.
+func TestBundles(t *testing.T) {
+	intact := filepath.Join(bundlesDir, "intact")
+	if *update {
+		os.RemoveAll(bundlesDir)
+		buildIntact(t, intact)
+		for _, tc := range tamperCases() {
+			dir := filepath.Join(bundlesDir, "tampered", tc.name)
+			copyDir(t, intact, dir)
+			tc.tamper(t, dir)
+		}
+	}
+	b, err := Verify(intact, VerifyOptions{PublicKey: testSigner.Public().(ed25519.PublicKey)})
+	if err != nil {
+		t.Fatalf("intact bundle: %v", err)
+	}
+	if !b.Sealed() || len(b.Records) != 11 || ClassifyBundle(b).Outcome != "sent_verified" {
+		t.Fatalf("intact bundle: sealed %v, %d records, %s", b.Sealed(), len(b.Records), ClassifyBundle(b).Outcome)
+	}
+	other := ed25519.NewKeyFromSeed(make([]byte, 32)).Public().(ed25519.PublicKey)
+	if _, err := Verify(intact, VerifyOptions{PublicKey: other}); err == nil || !strings.Contains(err.Error(), "another key") {
+		t.Fatalf("verify with another key: %v", err)
+	}
+	cases := tamperCases()
+	dirs, _ := filepath.Glob(filepath.Join(bundlesDir, "tampered", "*"))
+	if len(dirs) != len(cases) {
+		t.Fatalf("%d tamper folders, %d cases (go test ./evidence -update)", len(dirs), len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Verify(filepath.Join(bundlesDir, "tampered", tc.name), VerifyOptions{})
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("verify: %v; want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnsealedBundleAfterCrashIsReadable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1 := mustAppend(t, r, step("open picker", Safe))
+	h2 := mustAppend(t, r, step("choose file", MaySubmit))
+	// No Close, no Seal: as a SIGKILL leaves it (every Append was flushed).
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Sealed() || len(b.Records) != 2 || b.Head() != h2 || !b.HasHead(h1) {
+		t.Fatalf("unsealed bundle: sealed %v, %d records, head %s", b.Sealed(), len(b.Records), b.Head())
+	}
+	if c := ClassifyBundle(b); c.Outcome != "send_status_unknown" {
+		t.Fatalf("crash after a may_submit step: %s", c.Outcome)
+	}
+}
+
+func TestPrivacyModesAndTypedText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, Record{Kind: KindStep, Intent: "type a message", Class: Safe, Inputs: []Input{TypedText("secret words")}})
+	img, _ := synthFrame("Bob")
+	if _, err := r.Frame(img); err != nil {
+		t.Fatal(err)
+	}
+	r.Seal("not_sent", nil, nil)
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		fi, _ := d.Info()
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s mode %v; want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	b, _ := os.ReadFile(filepath.Join(dir, "steps.jsonl"))
+	if strings.Contains(string(b), "secret") || !strings.Contains(string(b), `"length":12`) {
+		t.Fatalf("typed text must be stored as its length only: %s", b)
+	}
+}
+
+func TestFramesAreDeduplicated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	r, _ := Create(dir, testManifest("report.txt", content), newStepClock())
+	img, _ := synthFrame("Bob")
+	h1, _ := r.Frame(img)
+	h2, _ := r.Frame(img)
+	frames, _ := filepath.Glob(filepath.Join(dir, "frames", "*"))
+	if h1 != h2 || len(frames) != 1 {
+		t.Fatalf("same frame twice: %s %s, %d files", h1, h2, len(frames))
+	}
+}
+
+func TestExportRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Export(filepath.Join(bundlesDir, "intact"), &buf); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "intact.tar.gz")
+	os.WriteFile(archive, buf.Bytes(), 0o600)
+	b, cleanup, err := Open(archive, VerifyOptions{})
+	if err != nil {
+		t.Fatalf("verify exported archive: %v", err)
+	}
+	defer cleanup()
+	if !b.Sealed() || ClassifyBundle(b).Outcome != "sent_verified" {
+		t.Fatal("archive does not round-trip")
+	}
+	// A truncated archive is refused.
+	os.WriteFile(archive, buf.Bytes()[:buf.Len()/2], 0o600)
+	if _, _, err := Open(archive, VerifyOptions{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("truncated archive: %v", err)
+	}
+}
+
+func TestReportGolden(t *testing.T) {
+	b, err := Verify(filepath.Join(bundlesDir, "intact"), VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteReport(&out, b, ClassifyBundle(b)); err != nil {
+		t.Fatal(err)
+	}
+	html := out.String()
+	for _, want := range []string{"Outcome: SENT VERIFIED", "WEAK IDENTITY", "press send", "data:image/png;base64,", `class="box"`, "typed path /var/lib/sendonce/staging/ab/report.txt"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	goldenCompare(t, "../testdata/report.golden.html", out.Bytes())
+}

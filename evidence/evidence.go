@@ -1,0 +1,199 @@
+// Package evidence records what a delivery attempt did, step by step, in a bundle a
+// person can verify and read, and decides an attempt's outcome from that record.
+//
+// A bundle is a directory:
+//
+//	manifest.json        the attempt: keys, identity and its strength, task, token,
+//	                     dispatch id, the content's SHA-256, size and name, tool, host
+//	steps.jsonl          one record a line, hash-chained: each line carries the SHA-256
+//	                     of the line before (the first, of manifest.json)
+//	frames/<sha256>.png  screenshots, stored once by content
+//	ocr/<sha256>.json    OCR output too large to keep in a line
+//	seal.json            once sealed: the outcome, the chain head, every file's SHA-256,
+//	                     optionally an ed25519 signature
+//
+// Each record is written and flushed to disk before the action it announces, so a crash
+// leaves a readable, unsealed bundle, and a crossing written to the gate store carries
+// the chain head of that moment, so steps dropped from an unsealed bundle are detected
+// against the store. Classify decides an outcome from the records alone, and side-effect
+// evidence outranks any label a transcript carries about itself.
+package evidence
+
+import (
+	"errors"
+	"time"
+)
+
+// Format is the bundle format version; a reader refuses any other.
+const Format = "sendonce-evidence/v1"
+
+// ErrInvalid marks a bundle or transcript that cannot be trusted: unreadable, truncated,
+// tampered, of an unknown version, or holding an unknown record kind.
+var ErrInvalid = errors.New("evidence cannot be trusted")
+
+// Manifest is the attempt a bundle records.
+type Manifest struct {
+	Format           string    `json:"format"`
+	Keys             []string  `json:"keys"`
+	Identity         string    `json:"identity"`          // "title:Bob" or "xmpp:bob@localhost"
+	IdentityStrength string    `json:"identity_strength"` // "strong" or "weak"
+	Title            string    `json:"title,omitempty"`   // the exact visible title expected on screen
+	App              string    `json:"app,omitempty"`
+	Task             string    `json:"task"`
+	Token            uint64    `json:"token"`
+	DispatchID       string    `json:"dispatch_id"`
+	ContentSHA256    string    `json:"content_sha256"`
+	Size             int64     `json:"size"`
+	FileName         string    `json:"file_name"`
+	ToolVersion      string    `json:"tool_version"`
+	Host             string    `json:"host"`
+	StartedAt        time.Time `json:"started_at"`
+}
+
+// Kind is a record's kind. Persisted: append-only, spelling never changes.
+type Kind string
+
+const (
+	KindStep    Kind = "step"    // an action is about to run: written before any input
+	KindResult  Kind = "result"  // what an action left on screen
+	KindObserve Kind = "observe" // something read from the screen, no input sent
+	KindLookup  Kind = "lookup"  // a provider lookup for this dispatch
+	KindGate    Kind = "gate"    // a gate decision or crossing
+	KindLabel   Kind = "label"   // a status the executor states about itself (never decides)
+)
+
+func knownKind(k Kind) bool {
+	switch k {
+	case KindStep, KindResult, KindObserve, KindLookup, KindGate, KindLabel:
+		return true
+	}
+	return false
+}
+
+// Class is how close a step comes to sending.
+type Class string
+
+const (
+	Safe      Class = "safe"       // cannot submit anything
+	MaySubmit Class = "may_submit" // may submit (a picker accepting a file: some apps send at once)
+	Submit    Class = "submit"     // submits (pressing send)
+)
+
+func knownClass(c Class) bool { return c == Safe || c == MaySubmit || c == Submit }
+
+// Record is one line of steps.jsonl. Which fields are set depends on Kind.
+type Record struct {
+	Seq  int       `json:"seq"`
+	Prev string    `json:"prev"` // SHA-256 of the previous line, or of manifest.json for the first
+	Kind Kind      `json:"kind"`
+	Wall time.Time `json:"wall"`
+	Mono int64     `json:"mono_ns"` // nanoseconds since the attempt began, from a monotonic clock
+
+	// step
+	Intent string  `json:"intent,omitempty"` // "open picker", "choose file", "press send", "look for the sent item"
+	Class  Class   `json:"class,omitempty"`
+	Target *Target `json:"target,omitempty"`
+	Inputs []Input `json:"inputs,omitempty"`
+
+	// step, result, observe
+	Before string      `json:"before,omitempty"` // frame SHA-256
+	After  string      `json:"after,omitempty"`  // frame SHA-256
+	OCR    []OCRRegion `json:"ocr,omitempty"`
+	OCRRef string      `json:"ocr_ref,omitempty"` // SHA-256 of ocr/<sha>.json when the OCR is large
+	Step   int         `json:"step,omitempty"`    // result: the seq of the step it ends
+	Error  string      `json:"error,omitempty"`
+
+	Observed *Observation `json:"observed,omitempty"`
+	Lookup   *Lookup      `json:"lookup,omitempty"`
+	Gate     *GateUse     `json:"gate,omitempty"`
+	Label    string       `json:"label,omitempty"`
+}
+
+// Target is how a step found what it acted on.
+type Target struct {
+	Method     string   `json:"method"` // "shortcut", "ocr_anchor", "template", "window_offset", "chooser_path"
+	Words      []string `json:"words,omitempty"`
+	Box        *Box     `json:"box,omitempty"`
+	Confidence float64  `json:"confidence,omitempty"`
+	Window     string   `json:"window,omitempty"`
+}
+
+// Box is a rectangle in screen pixels.
+type Box struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+	W int `json:"w"`
+	H int `json:"h"`
+}
+
+// Input is one input event sent. Typed text that is not a file path is kept as its
+// length only.
+type Input struct {
+	Kind   string `json:"kind"` // "key", "click", "type_text", "type_path"
+	Keys   string `json:"keys,omitempty"`
+	X      int    `json:"x,omitempty"`
+	Y      int    `json:"y,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Length int    `json:"length,omitempty"`
+}
+
+// KeyInput records a key or chord, e.g. "ctrl+shift+u".
+func KeyInput(keys string) Input { return Input{Kind: "key", Keys: keys} }
+
+// ClickInput records a click at screen coordinates.
+func ClickInput(x, y int) Input { return Input{Kind: "click", X: x, Y: y} }
+
+// TypedText records typed text by its length only.
+func TypedText(s string) Input { return Input{Kind: "type_text", Length: len([]rune(s))} }
+
+// TypedPath records a typed file path in full: it names what was sent.
+func TypedPath(p string) Input { return Input{Kind: "type_path", Path: p} }
+
+// OCRRegion is the words read in one region of a frame.
+type OCRRegion struct {
+	Frame  string    `json:"frame"` // frame SHA-256
+	Region Box       `json:"region"`
+	Words  []OCRWord `json:"words"`
+}
+
+// OCRWord is one recognised word with its box and confidence (0-100).
+type OCRWord struct {
+	Text       string  `json:"text"`
+	Box        Box     `json:"box"`
+	Confidence float64 `json:"confidence"`
+}
+
+// Observation is something read from the screen.
+type Observation struct {
+	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items"
+	Phase      string `json:"phase,omitempty"` // "before_send" or "after_send" for sent_items
+	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
+	Title      string `json:"title,omitempty"`
+	Items      []Item `json:"items,omitempty"`
+}
+
+// Item is a file item the app shows: its name, and its size as displayed where shown.
+type Item struct {
+	Name string `json:"name"`
+	Size string `json:"size,omitempty"` // as displayed, e.g. "17 B" or "1.2 MB"
+}
+
+// Lookup is a provider lookup's answer for a dispatch.
+type Lookup struct {
+	Provider      string `json:"provider"`
+	DispatchID    string `json:"dispatch_id"`
+	Result        string `json:"result"` // "found", "absent", "cant_tell"
+	ObjectID      string `json:"object_id,omitempty"`
+	SHA256        string `json:"sha256,omitempty"`
+	Recipient     string `json:"recipient,omitempty"` // canonical identity, e.g. "xmpp:bob@localhost"
+	Authoritative bool   `json:"authoritative,omitempty"`
+}
+
+// GateUse is a gate decision used at a step.
+type GateUse struct {
+	Action   string `json:"action"` // "claim", "check", "cross", "record"
+	Boundary string `json:"boundary,omitempty"`
+	Token    uint64 `json:"token,omitempty"`
+	Decision string `json:"decision"` // "ok", "refused", "crossed"
+	Reason   string `json:"reason,omitempty"`
+}

@@ -1,0 +1,144 @@
+package evidence
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Export writes the bundle in dir as a gzip-compressed tar archive to w, files in a
+// fixed order under one top folder named like the bundle.
+func Export(dir string, w io.Writer) error {
+	files, err := hashFiles(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seal.json")); err == nil {
+		files["seal.json"] = ""
+	}
+	names := sortedNames(files)
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	top := filepath.Base(filepath.Clean(dir))
+	for _, rel := range names {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: path.Join(top, rel), Mode: fileMode, Size: int64(len(b)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// maxArchive bounds what Unpack extracts, so a hostile archive cannot fill the disk.
+const maxArchive = 1 << 30
+
+// Unpack extracts an exported archive into a new folder under dest and returns the
+// bundle's folder. It accepts only regular files under one top folder, with no absolute
+// paths, no "..", no links.
+func Unpack(archive, dest string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", invalid("%s is not a gzip archive: %v", archive, err)
+	}
+	tr := tar.NewReader(zr)
+	top := ""
+	var total int64
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", invalid("%s is truncated or unreadable: %v", archive, err)
+		}
+		name := path.Clean(hdr.Name)
+		first, rest, _ := strings.Cut(name, "/")
+		switch {
+		case hdr.Typeflag != tar.TypeReg:
+			return "", invalid("archive entry %s is not a regular file", hdr.Name)
+		case path.IsAbs(name) || strings.HasPrefix(name, "..") || rest == "" || strings.Contains(rest, ".."):
+			return "", invalid("archive entry %s has an unsafe path", hdr.Name)
+		case top != "" && first != top:
+			return "", invalid("archive holds more than one bundle")
+		}
+		top = first
+		total += hdr.Size
+		if total > maxArchive {
+			return "", invalid("archive is larger than %d bytes", maxArchive)
+		}
+		target := filepath.Join(dest, first, filepath.FromSlash(rest))
+		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
+			return "", err
+		}
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+		if err != nil {
+			return "", invalid("archive entry %s: %v", hdr.Name, err)
+		}
+		_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", invalid("archive entry %s is truncated or unreadable: %v", hdr.Name, err)
+		}
+	}
+	if top == "" {
+		return "", invalid("archive %s is empty", archive)
+	}
+	dir := filepath.Join(dest, top)
+	for _, sub := range []string{"frames", "ocr"} {
+		os.MkdirAll(filepath.Join(dir, sub), dirMode) // empty folders are not archived
+	}
+	return dir, nil
+}
+
+// Open verifies a bundle folder, or an exported .tar.gz archive unpacked into a
+// temporary folder that cleanup removes.
+func Open(pathname string, opt VerifyOptions) (b *Bundle, cleanup func(), err error) {
+	fi, err := os.Stat(pathname)
+	if err != nil {
+		return nil, func() {}, invalid("%v", err)
+	}
+	if fi.IsDir() {
+		b, err := Verify(pathname, opt)
+		return b, func() {}, err
+	}
+	tmp, err := os.MkdirTemp("", "sendonce-bundle-")
+	if err != nil {
+		return nil, func() {}, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	dir, err := Unpack(pathname, tmp)
+	if err != nil {
+		cleanup()
+		return nil, func() {}, fmt.Errorf("%s: %w", pathname, err)
+	}
+	b, err = Verify(dir, opt)
+	if err != nil {
+		cleanup()
+		return nil, func() {}, err
+	}
+	return b, cleanup, nil
+}

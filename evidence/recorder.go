@@ -1,0 +1,314 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Clock gives the wall time and a monotonic reading; tests inject a fixed one.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// SystemClock is the real clock.
+func SystemClock() Clock { return systemClock{} }
+
+// Recorder appends records to one bundle. It is safe for one goroutine at a time.
+type Recorder struct {
+	mu     sync.Mutex
+	dir    string
+	steps  *os.File
+	clock  Clock
+	start  time.Time
+	seq    int
+	head   string
+	sealed bool
+	// pixels maps the hash of a frame's raw pixels to its stored PNG's hash, so a frame
+	// seen before is not encoded again.
+	pixels map[[32]byte]string
+}
+
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Create starts a bundle in dir, which must not exist yet, and writes the manifest.
+func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
+	if clock == nil {
+		clock = SystemClock()
+	}
+	if m.Format == "" {
+		m.Format = Format
+	}
+	if m.StartedAt.IsZero() {
+		m.StartedAt = clock.Now().UTC()
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("evidence bundle: %w", err)
+	}
+	for _, sub := range []string{"frames", "ocr"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), dirMode); err != nil {
+			return nil, err
+		}
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	mb = append(mb, '\n')
+	if err := writeDurable(filepath.Join(dir, "manifest.json"), mb); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "steps.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, fileMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Recorder{dir: dir, steps: f, clock: clock, start: clock.Now(), head: sum(mb), pixels: map[[32]byte]string{}}, nil
+}
+
+// Dir is the bundle's directory.
+func (r *Recorder) Dir() string { return r.dir }
+
+// Head is the chain head: the SHA-256 of the last line written (of the manifest before
+// any line).
+func (r *Recorder) Head() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.head
+}
+
+// FramePNG stores an encoded PNG by its SHA-256 (once) and returns the hash.
+func (r *Recorder) FramePNG(b []byte) (string, error) {
+	h := sum(b)
+	return h, writeOnce(filepath.Join(r.dir, "frames", h+".png"), b)
+}
+
+// Frame encodes an image as PNG and stores it. A frame whose pixels were stored before
+// is not encoded again.
+func (r *Recorder) Frame(img image.Image) (string, error) {
+	var key [32]byte
+	rgba, isRGBA := img.(*image.RGBA)
+	if isRGBA {
+		h := sha256.New()
+		fmt.Fprintf(h, "%v %d|", rgba.Rect, rgba.Stride)
+		h.Write(rgba.Pix)
+		copy(key[:], h.Sum(nil))
+		r.mu.Lock()
+		known, ok := r.pixels[key]
+		r.mu.Unlock()
+		if ok {
+			return known, nil
+		}
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return "", err
+	}
+	h, err := r.FramePNG(buf.Bytes())
+	if err == nil && isRGBA {
+		r.mu.Lock()
+		r.pixels[key] = h
+		r.mu.Unlock()
+	}
+	return h, err
+}
+
+// LargeOCRBytes is the size above which a record's OCR moves to ocr/<sha>.json.
+const LargeOCRBytes = 16 << 10
+
+// Append writes a record, flushed to disk before it returns, and returns the new chain
+// head. Seq, Prev, Wall and Mono are filled in.
+func (r *Recorder) Append(rec Record) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return "", errors.New("evidence bundle is sealed")
+	}
+	if !knownKind(rec.Kind) {
+		return "", fmt.Errorf("unknown record kind %q", rec.Kind)
+	}
+	if rec.Kind == KindStep && !knownClass(rec.Class) {
+		return "", fmt.Errorf("step %q has no boundary class (safe, may_submit, submit)", rec.Intent)
+	}
+	if len(rec.OCR) > 0 {
+		ob, err := json.Marshal(rec.OCR)
+		if err != nil {
+			return "", err
+		}
+		if len(ob) > LargeOCRBytes {
+			h := sum(ob)
+			if err := writeOnce(filepath.Join(r.dir, "ocr", h+".json"), ob); err != nil {
+				return "", err
+			}
+			rec.OCR, rec.OCRRef = nil, h
+		}
+	}
+	now := r.clock.Now()
+	rec.Seq, rec.Prev, rec.Wall, rec.Mono = r.seq+1, r.head, now.UTC(), int64(now.Sub(r.start))
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.steps.Write(append(line, '\n')); err != nil {
+		return "", err
+	}
+	if err := r.steps.Sync(); err != nil {
+		return "", err
+	}
+	r.seq, r.head = rec.Seq, sum(line)
+	return r.head, nil
+}
+
+// Seal is the last file of a bundle: what the attempt ended as, and the hash of every
+// other file, so that any change to the bundle after sealing is detected.
+type Seal struct {
+	Format    string            `json:"format"`
+	Outcome   string            `json:"outcome"`
+	Reasons   []string          `json:"reasons,omitempty"`
+	ChainHead string            `json:"chain_head"`
+	Records   int               `json:"records"`
+	Files     map[string]string `json:"files"` // relative path -> SHA-256
+	SealedAt  time.Time         `json:"sealed_at"`
+	PublicKey string            `json:"public_key,omitempty"` // base64 ed25519, when signed
+	Signature string            `json:"signature,omitempty"`  // base64 ed25519 over SignedBytes
+}
+
+// SignedBytes is what a seal's signature covers: the seal without its signature.
+func (s Seal) SignedBytes() []byte {
+	s.Signature = ""
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// Seal closes the bundle with an outcome and its reasons, optionally signing it.
+func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKey) (Seal, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return Seal{}, errors.New("evidence bundle is already sealed")
+	}
+	if err := r.steps.Close(); err != nil {
+		return Seal{}, err
+	}
+	files, err := hashFiles(r.dir)
+	if err != nil {
+		return Seal{}, err
+	}
+	s := Seal{Format: Format, Outcome: outcome, Reasons: reasons, ChainHead: r.head, Records: r.seq, Files: files, SealedAt: r.clock.Now().UTC()}
+	if sign != nil {
+		s.PublicKey = b64(sign.Public().(ed25519.PublicKey))
+		s.Signature = b64(ed25519.Sign(sign, s.SignedBytes()))
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return Seal{}, err
+	}
+	if err := writeDurable(filepath.Join(r.dir, "seal.json"), append(b, '\n')); err != nil {
+		return Seal{}, err
+	}
+	r.sealed = true
+	return s, syncDir(r.dir)
+}
+
+// Close closes the steps file without sealing, as a crash would leave it.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return nil
+	}
+	r.sealed = true
+	return r.steps.Close()
+}
+
+// hashFiles hashes every regular file of a bundle except seal.json.
+func hashFiles(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, rel)
+		case rel == "seal.json":
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files[rel] = sum(b)
+		return nil
+	})
+	return files, err
+}
+
+func writeOnce(path string, b []byte) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil // stored already: frames and OCR are content-addressed
+	}
+	return writeDurable(path, b)
+}
+
+// writeDurable writes a new file and fsyncs it and its folder.
+func writeDurable(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,73 @@
+package evidence
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseDisplayedSize reads a file size as a chat app displays it ("17 B", "17 bytes",
+// "1.2 kB", "3,4 MiB") and returns the bytes and how far the true size may be from it
+// given the digits shown. ok is false for text that is not a size.
+func ParseDisplayedSize(s string) (bytes, tolerance float64, ok bool) {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\u00a0", " "))
+	i := strings.IndexFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',') })
+	if i <= 0 {
+		return 0, 0, false
+	}
+	num, unit := strings.ReplaceAll(s[:i], ",", "."), strings.ToLower(strings.TrimSpace(s[i:]))
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, 0, false
+	}
+	decimals := 0
+	if j := strings.IndexByte(num, '.'); j >= 0 {
+		decimals = len(num) - j - 1
+	}
+	var mult float64
+	switch unit {
+	case "b", "byte", "bytes":
+		mult = 1
+	case "kb", "kib":
+		mult = 1024
+	case "mb", "mib":
+		mult = 1 << 20
+	case "gb", "gib":
+		mult = 1 << 30
+	default:
+		return 0, 0, false
+	}
+	if unit == "kb" || unit == "mb" || unit == "gb" {
+		mult = math.Pow(1000, float64(strings.Index("kmg", unit[:1])+1))
+	}
+	half := 0.5 * math.Pow(10, -float64(decimals)) * mult
+	if mult == 1 {
+		half = 0
+	}
+	return v * mult, half, true
+}
+
+// SizeMatches reports whether a displayed size can be the size of a file of n bytes.
+// An empty display (the app shows no size) matches.
+func SizeMatches(displayed string, n int64) bool {
+	if displayed == "" {
+		return true
+	}
+	v, tol, ok := ParseDisplayedSize(displayed)
+	if !ok {
+		return false
+	}
+	// Apps round either way (and some mix 1000 and 1024): allow the display's precision
+	// in both unit systems.
+	if math.Abs(v-float64(n)) <= tol {
+		return true
+	}
+	if tol > 0 {
+		alt := v / 1000 * 1024
+		if strings.Contains(strings.ToLower(displayed), "i") {
+			alt = v / 1024 * 1000
+		}
+		return math.Abs(alt-float64(n)) <= tol*1.03
+	}
+	return false
+}
