@@ -45,7 +45,9 @@ func flow(sealed bool, recs ...Record) func(t *testing.T, dir string) {
 func step(intent string, c Class) Record {
 	return Record{Kind: KindStep, Intent: intent, Class: c, Target: &Target{Method: "shortcut"}, Inputs: []Input{KeyInput("ctrl+shift+u")}}
 }
-func result(seq int, errText string) Record { return Record{Kind: KindResult, Step: seq, Error: errText} }
+func result(seq int, errText string) Record {
+	return Record{Kind: KindResult, Step: seq, Error: errText}
+}
 func title(t string) Record {
 	return Record{Kind: KindObserve, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: t}}
 }
