@@ -56,6 +56,10 @@ type Tx interface {
 	// Authorizer returns the public key registered under name, or nil if none is.
 	Authorizer(name string) (ed25519.PublicKey, error)
 
+	// DisplayLease returns the lease on a display, or nil if there never was one.
+	DisplayLease(display string) (*DisplayRecord, error)
+	SetDisplayLease(d DisplayRecord) error
+
 	// Append adds an event to the log; the log is never updated or deleted.
 	Append(e Event) error
 	// Events lists an intent's events in order.
@@ -122,4 +126,13 @@ type Event struct {
 	DispatchID string            `json:"dispatch_id,omitempty"`
 	Revision   int               `json:"revision"`
 	Detail     map[string]string `json:"detail,omitempty"`
+}
+
+// DisplayRecord is the lease on one display: one delivery drives a desktop at a time.
+type DisplayRecord struct {
+	Display      string
+	Task         string
+	Token        uint64
+	LeaseExpires time.Time
+	Released     bool
 }

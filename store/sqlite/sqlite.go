@@ -120,7 +120,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -180,6 +180,14 @@ CREATE INDEX events_intent ON events(intent_id, seq);
 CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
 CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
 CREATE TRIGGER tokens_only_increase BEFORE UPDATE ON token_counter WHEN NEW.last <= OLD.last BEGIN SELECT RAISE(ABORT, 'fencing tokens only increase'); END;
+`, `
+CREATE TABLE display_leases (
+	display          TEXT PRIMARY KEY,
+	task             TEXT NOT NULL,
+	token            INTEGER NOT NULL,
+	lease_expires_at INTEGER NOT NULL,
+	released         INTEGER NOT NULL DEFAULT 0
+);
 `}
 }
 
@@ -518,4 +526,29 @@ func (t *sqlTx) Events(intent int64) ([]store.Event, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+func (t *sqlTx) DisplayLease(display string) (*store.DisplayRecord, error) {
+	var d store.DisplayRecord
+	var exp, released int64
+	err := t.tx.QueryRow("SELECT task, token, lease_expires_at, released FROM display_leases WHERE display = ?", display).Scan(&d.Task, &d.Token, &exp, &released)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Display, d.LeaseExpires, d.Released = display, fromNanos(exp), released != 0
+	return &d, nil
+}
+
+func (t *sqlTx) SetDisplayLease(d store.DisplayRecord) error {
+	released := 0
+	if d.Released {
+		released = 1
+	}
+	_, err := t.tx.Exec(`INSERT INTO display_leases (display, task, token, lease_expires_at, released) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (display) DO UPDATE SET task = excluded.task, token = excluded.token, lease_expires_at = excluded.lease_expires_at, released = excluded.released`,
+		d.Display, d.Task, d.Token, nanos(d.LeaseExpires), released)
+	return err
 }

@@ -123,3 +123,31 @@ func TestEventLogIsAppendOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenMigratesOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := open(path, Options{}, "rwc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.db.Exec("PRAGMA journal_mode=WAL")
+	if _, err := old.db.Exec(migrations()[0]); err != nil {
+		t.Fatal(err)
+	}
+	old.db.Exec("PRAGMA user_version = 1")
+	old.Close()
+	b, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("open a schema-1 store: %v", err)
+	}
+	defer b.Close()
+	var v int
+	b.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if v != SchemaVersion {
+		t.Fatalf("schema %d after open; want %d", v, SchemaVersion)
+	}
+	if _, err := store.New(b).AcquireDisplay(ctx, ":1", "A", time.Minute); err != nil {
+		t.Fatalf("the migrated store lacks display leases: %v", err)
+	}
+}

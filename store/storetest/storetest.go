@@ -60,6 +60,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"EventLogExplainsDecisions", testEventLogExplainsDecisions},
 		{"PassIsOneUse", testPassIsOneUse},
 		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
+		{"DisplayLease", testDisplayLease},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -560,4 +561,25 @@ func testConcurrentClaimsOneWinner(t *testing.T, s *store.Store, c *Clock) {
 	if granted != 1 {
 		t.Fatalf("%d grants; want exactly 1", granted)
 	}
+}
+
+func testDisplayLease(t *testing.T, s *store.Store, c *Clock) {
+	a, err := s.AcquireDisplay(ctx, ":9", "A", lease)
+	wantErr(t, "acquire", err, nil)
+	_, err = s.AcquireDisplay(ctx, ":9", "B", lease)
+	wantErr(t, "acquire while held", err, gate.ErrHeld)
+	_, err = s.AcquireDisplay(ctx, ":8", "B", lease)
+	wantErr(t, "another display", err, nil)
+	wantErr(t, "check", s.CheckDisplay(ctx, a), nil)
+	c.Advance(lease + time.Second)
+	wantErr(t, "check after expiry", s.CheckDisplay(ctx, a), gate.ErrStale)
+	b, err := s.AcquireDisplay(ctx, ":9", "B", lease)
+	wantErr(t, "acquire after expiry", err, nil)
+	wantErr(t, "paused worker wakes", s.CheckDisplay(ctx, a), gate.ErrStale)
+	wantErr(t, "stale release is harmless", s.ReleaseDisplay(ctx, a), nil)
+	wantErr(t, "new holder still holds", s.CheckDisplay(ctx, b), nil)
+	wantErr(t, "release", s.ReleaseDisplay(ctx, b), nil)
+	wantErr(t, "check after release", s.CheckDisplay(ctx, b), gate.ErrStale)
+	_, err = s.AcquireDisplay(ctx, ":9", "C", lease)
+	wantErr(t, "acquire after release", err, nil)
 }

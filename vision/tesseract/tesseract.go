@@ -1,0 +1,104 @@
+//go:build cgo
+
+// Package tesseract is vision's OCR engine: libtesseract through gosseract.
+//
+// libtesseract reads OMP_THREAD_LIMIT when it loads: set it to 1 in the environment
+// before the process starts (sendonce re-executes itself to do so), or recognition
+// spends its time in thread start-up. A Client is not safe for concurrent use: make one
+// per goroutine and reuse it, since creating one costs far more than one recognition.
+package tesseract
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"os"
+	"path/filepath"
+
+	"github.com/otiai10/gosseract/v2"
+	"golang.org/x/image/bmp"
+
+	"github.com/sendonce/sendonce/vision"
+)
+
+// Client is a reusable Tesseract engine.
+type Client struct {
+	c *gosseract.Client
+}
+
+// New makes an English engine. It fails with a clear error when the language data is
+// missing.
+func New() (*Client, error) {
+	if err := LanguageAvailable("eng"); err != nil {
+		return nil, err
+	}
+	c := gosseract.NewClient()
+	if err := c.SetLanguage("eng"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Client{c: c}, nil
+}
+
+// LanguageAvailable checks that Tesseract's data for lang is installed.
+func LanguageAvailable(lang string) error {
+	langs, err := gosseract.GetAvailableLanguages()
+	if err == nil {
+		for _, l := range langs {
+			if l == lang {
+				return nil
+			}
+		}
+	}
+	dirs := []string{os.Getenv("TESSDATA_PREFIX"), "/usr/share/tesseract-ocr/5/tessdata"}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, lang+".traineddata")); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("Tesseract language data %q is not installed (Debian: apt-get install tesseract-ocr-%s)", lang, lang)
+}
+
+// Close frees the engine.
+func (c *Client) Close() error { return c.c.Close() }
+
+// Recognize implements vision.OCR.
+func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := bmp.Encode(&buf, img); err != nil { // cheap to encode, and leptonica reads it
+		return nil, err
+	}
+	if err := c.c.SetImageFromBytes(buf.Bytes()); err != nil {
+		return nil, err
+	}
+	psm := gosseract.PSM_SPARSE_TEXT
+	switch mode {
+	case vision.Block:
+		psm = gosseract.PSM_AUTO
+	case vision.SingleLine:
+		psm = gosseract.PSM_SINGLE_LINE
+	}
+	if err := c.c.SetPageSegMode(psm); err != nil {
+		return nil, err
+	}
+	boxes, err := c.c.GetBoundingBoxesVerbose() // one recognition: each output call runs it again
+	if err != nil {
+		return nil, err
+	}
+	words := make([]vision.Word, 0, len(boxes))
+	for _, b := range boxes {
+		if b.Word == "" {
+			continue
+		}
+		words = append(words, vision.Word{Text: b.Word, Box: b.Box, Confidence: b.Confidence,
+			Line: b.BlockNum*1_000_000 + b.ParNum*1_000 + b.LineNum})
+	}
+	return words, nil
+}

@@ -1,0 +1,235 @@
+// Package vision sees the screen: it captures regions, reads them with OCR into words
+// with boxes and confidence, and finds text: an exact line (a destination's visible
+// title) or a phrase that anchors a control. It waits for an anchor to hold still
+// instead of sleeping for fixed times.
+//
+// The OCR engine and the screen are small interfaces: the Tesseract engine lives in
+// vision/tesseract (cgo), screen capture in this package (pure Go, X11 through xgb), and
+// tests use recorded frames.
+package vision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrNotFound: the text did not appear (or did not hold still) before the deadline.
+var ErrNotFound = errors.New("text not found on screen")
+
+// Word is one recognised word in screen coordinates.
+type Word struct {
+	Text       string
+	Box        image.Rectangle
+	Confidence float64 // 0-100
+	Line       int     // words of one text line share a Line number
+}
+
+// Mode tells the OCR engine what layout to expect.
+type Mode int
+
+const (
+	// Sparse finds scattered text anywhere in the image (buttons, cards).
+	Sparse Mode = iota
+	// Block reads a uniform block of text.
+	Block
+	// SingleLine reads the image as one line (a header title).
+	SingleLine
+)
+
+// OCR recognises words in an image, boxes in the image's own coordinates. An
+// implementation is used by one goroutine at a time.
+type OCR interface {
+	Recognize(ctx context.Context, img image.Image, mode Mode) ([]Word, error)
+}
+
+// Screen captures a region of the screen.
+type Screen interface {
+	Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error)
+}
+
+// Line is the words of one text line, left to right.
+type Line struct {
+	Text  string
+	Box   image.Rectangle
+	Words []Word
+}
+
+// Lines groups words into lines, top to bottom.
+func Lines(words []Word) []Line {
+	byLine := map[int][]Word{}
+	var order []int
+	for _, w := range words {
+		if _, ok := byLine[w.Line]; !ok {
+			order = append(order, w.Line)
+		}
+		byLine[w.Line] = append(byLine[w.Line], w)
+	}
+	var out []Line
+	for _, n := range order {
+		ws := byLine[n]
+		sort.SliceStable(ws, func(i, j int) bool { return ws[i].Box.Min.X < ws[j].Box.Min.X })
+		l := Line{Words: ws, Box: ws[0].Box}
+		texts := make([]string, 0, len(ws))
+		for _, w := range ws {
+			if strings.TrimSpace(w.Text) == "" {
+				continue
+			}
+			texts = append(texts, w.Text)
+			l.Box = l.Box.Union(w.Box)
+		}
+		l.Text = strings.Join(texts, " ")
+		out = append(out, l)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Box.Min.Y < out[j].Box.Min.Y })
+	return out
+}
+
+// FindLine finds a line whose text equals text exactly (words joined by one space).
+func FindLine(words []Word, text string) (Line, bool) {
+	for _, l := range Lines(words) {
+		if l.Text == text {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+// FindPhrase finds the words of phrase in order, consecutive within one line, and
+// returns their union box and the words. Matching is exact per word, except that a
+// trailing ellipsis or punctuation the phrase does not have is ignored ("Files…").
+func FindPhrase(words []Word, phrase string) (image.Rectangle, []Word, bool) {
+	want := strings.Fields(phrase)
+	if len(want) == 0 {
+		return image.Rectangle{}, nil, false
+	}
+	for _, l := range Lines(words) {
+		ws := l.Words
+		for i := 0; i+len(want) <= len(ws); i++ {
+			ok := true
+			for j, w := range want {
+				if trimDecoration(ws[i+j].Text) != trimDecoration(w) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				box := ws[i].Box
+				for _, w := range ws[i : i+len(want)] {
+					box = box.Union(w.Box)
+				}
+				return box, ws[i : i+len(want)], true
+			}
+		}
+	}
+	return image.Rectangle{}, nil, false
+}
+
+func trimDecoration(s string) string { return strings.TrimRight(s, "….:,;!?") }
+
+// Reader captures and reads regions of the screen.
+type Reader struct {
+	Screen Screen
+	OCR    OCR
+	// Poll is the time between two looks while waiting; default 150ms.
+	Poll time.Duration
+}
+
+// Look is one capture of a region and what OCR read in it.
+type Look struct {
+	Region image.Rectangle
+	Frame  *image.RGBA // the raw capture
+	Words  []Word      // in screen coordinates
+}
+
+// Read captures region r, preprocesses it and reads it.
+func (rd *Reader) Read(ctx context.Context, r image.Rectangle, prep Prep, mode Mode) (Look, error) {
+	frame, err := rd.Screen.Capture(ctx, r)
+	if err != nil {
+		return Look{}, fmt.Errorf("capturing %v: %w", r, err)
+	}
+	return rd.ReadFrame(ctx, frame, r, prep, mode)
+}
+
+// ReadFrame reads an already captured frame of region r.
+func (rd *Reader) ReadFrame(ctx context.Context, frame *image.RGBA, r image.Rectangle, prep Prep, mode Mode) (Look, error) {
+	img := prep.Apply(frame)
+	words, err := rd.OCR.Recognize(ctx, img, mode)
+	if err != nil {
+		return Look{}, fmt.Errorf("reading %v: %w", r, err)
+	}
+	scale := max(prep.Scale, 1)
+	for i := range words {
+		b := words[i].Box
+		words[i].Box = image.Rect(b.Min.X/scale, b.Min.Y/scale, (b.Max.X+scale-1)/scale, (b.Max.Y+scale-1)/scale).Add(r.Min)
+	}
+	return Look{Region: r, Frame: frame, Words: words}, nil
+}
+
+// Anchor is text to wait for: a phrase, or with Exact, a whole line.
+type Anchor struct {
+	Text  string
+	Exact bool
+	Prep  Prep
+	Mode  Mode
+}
+
+// Found is an anchor found and held still.
+type Found struct {
+	Box   image.Rectangle
+	Words []Word
+	Look  Look
+	Looks int // how many captures it took
+}
+
+// WaitStable looks at region r until the anchor is found at the same position twice in
+// a row, or the deadline passes (ErrNotFound, with the last look).
+func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Found, error) {
+	poll := rd.Poll
+	if poll <= 0 {
+		poll = 150 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last Found
+	var prev *image.Rectangle
+	for n := 1; ; n++ {
+		look, err := rd.Read(ctx, r, a.Prep, a.Mode)
+		if err != nil {
+			if ctx.Err() != nil {
+				return last, fmt.Errorf("%w: %q within %v", ErrNotFound, a.Text, timeout)
+			}
+			return last, err
+		}
+		last = Found{Look: look, Looks: n}
+		var box image.Rectangle
+		var ws []Word
+		ok := false
+		if a.Exact {
+			var l Line
+			if l, ok = FindLine(look.Words, a.Text); ok {
+				box, ws = l.Box, l.Words
+			}
+		} else {
+			box, ws, ok = FindPhrase(look.Words, a.Text)
+		}
+		if ok {
+			last.Box, last.Words = box, ws
+			if prev != nil && *prev == box {
+				return last, nil
+			}
+			prev = &box
+		} else {
+			prev = nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+		case <-time.After(poll):
+		}
+	}
+}
