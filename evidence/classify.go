@@ -109,7 +109,9 @@ func Classify(t Transcript) Classification {
 					why(r.Seq, "sent items were read after the send but never before it, so no item can be shown to be new")
 					continue
 				}
-				before, after := countMatching(beforeSend.Items, m), countMatching(o.Items, m)
+				// Before the send an item whose size could not be read counts (it may be
+				// ours); after it, only an item with everything shown matching does.
+				before, after := countMatching(beforeSend.Items, m, false), countMatching(o.Items, m, o.SizesShown)
 				switch {
 				case after > before && m.Title != "" && o.Title != "" && o.Title != m.Title:
 					rejected = true
@@ -183,10 +185,10 @@ func Classify(t Transcript) Classification {
 	return c
 }
 
-func countMatching(items []Item, m Manifest) int {
+func countMatching(items []Item, m Manifest, needSize bool) int {
 	n := 0
 	for _, it := range items {
-		if it.Name == m.FileName && SizeMatches(it.Size, m.Size) {
+		if NameMatches(it.Name, m.FileName) && SizeMatches(it.Size, m.Size) && (it.Size != "" || !needSize) {
 			n++
 		}
 	}

@@ -119,6 +119,7 @@ func corpus() []transcriptCase {
 		{"send_status_unknown", "no-observation-before-send", flow(true, append(delivered()[:6], crossed("send"), step("press send", Submit), items("after_send", report))...)},
 		{"send_status_unknown", "picker-accepted-then-stopped", flow(true, delivered()[:6]...)},
 		{"send_status_unknown", "name-shown-differently", flow(true, delivered(items("after_send", Item{Name: "report.t…", Size: "17 B"}))...)},
+		{"send_status_unknown", "size-unreadable-after-send", flow(true, delivered(Record{Kind: KindObserve, Observed: &Observation{What: "sent_items", Phase: "after_send", DispatchID: testDispatch, Title: "Bob", SizesShown: true, Items: []Item{{Name: "report.txt"}}}})...)},
 		{"send_status_unknown", "observation-before-the-send-step", flow(true, append(delivered()[:6], items("before_send"), items("after_send", report), crossed("send"), step("press send", Submit))...)},
 
 		// sent_rejected: delivered, but the wrong bytes or the wrong recipient.

@@ -170,6 +170,9 @@ type Observation struct {
 	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
 	Title      string `json:"title,omitempty"`
 	Items      []Item `json:"items,omitempty"`
+	// SizesShown says the app shows each item's size: a sent item then confirms only
+	// with its size read and matching.
+	SizesShown bool `json:"sizes_shown,omitempty"`
 }
 
 // Item is a file item the app shows: its name, and its size as displayed where shown.

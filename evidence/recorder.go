@@ -105,6 +105,13 @@ func (r *Recorder) Head() string {
 	return r.head
 }
 
+// Seq is the sequence number of the last record written (0 before any).
+func (r *Recorder) Seq() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
+}
+
 // FramePNG stores an encoded PNG by its SHA-256 (once) and returns the hash.
 func (r *Recorder) FramePNG(b []byte) (string, error) {
 	h := sum(b)
@@ -311,4 +318,24 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Reopen continues an unsealed bundle (to seal it after the process that wrote it
+// closed it). It verifies the bundle first.
+func Reopen(dir string, clock Clock) (*Recorder, error) {
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if b.Sealed() {
+		return nil, errors.New("evidence bundle is already sealed")
+	}
+	if clock == nil {
+		clock = SystemClock()
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "steps.jsonl"), os.O_WRONLY|os.O_APPEND, fileMode)
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{dir: dir, steps: f, clock: clock, start: b.Manifest.StartedAt, seq: len(b.Records), head: b.Head(), pixels: map[[32]byte]string{}}, nil
 }

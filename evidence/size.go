@@ -71,3 +71,32 @@ func SizeMatches(displayed string, n int64) bool {
 	}
 	return false
 }
+
+// NameMatches reports whether a file name read by OCR can be the expected name: equal
+// once the characters OCR confuses are folded together (1 l I |, 0 O o, 5 S, 8 B,
+// rn m). A name cut short or with any other difference does not match.
+func NameMatches(read, expected string) bool {
+	if read == expected {
+		return true
+	}
+	return read != "" && foldConfusables(read) == foldConfusables(expected)
+}
+
+func foldConfusables(s string) string {
+	s = strings.ReplaceAll(s, "rn", "m")
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case 'l', 'I', '|', '!', 'i':
+			return '1'
+		case 'O', 'o', 'Q', 'D':
+			return '0'
+		case 'S', 's':
+			return '5'
+		case 'B':
+			return '8'
+		case 'Z', 'z':
+			return '2'
+		}
+		return r
+	}, s)
+}

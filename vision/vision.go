@@ -103,6 +103,11 @@ func FindLine(words []Word, text string) (Line, bool) {
 // returns their union box and the words. Matching is exact per word, except that a
 // trailing ellipsis or punctuation the phrase does not have is ignored ("Files…").
 func FindPhrase(words []Word, phrase string) (image.Rectangle, []Word, bool) {
+	return FindPhraseFunc(words, phrase, func(got, want string) bool { return got == want })
+}
+
+// FindPhraseFunc is FindPhrase with a word comparison of the caller's.
+func FindPhraseFunc(words []Word, phrase string, match func(got, want string) bool) (image.Rectangle, []Word, bool) {
 	want := strings.Fields(phrase)
 	if len(want) == 0 {
 		return image.Rectangle{}, nil, false
@@ -112,7 +117,7 @@ func FindPhrase(words []Word, phrase string) (image.Rectangle, []Word, bool) {
 		for i := 0; i+len(want) <= len(ws); i++ {
 			ok := true
 			for j, w := range want {
-				if trimDecoration(ws[i+j].Text) != trimDecoration(w) {
+				if !match(trimDecoration(ws[i+j].Text), trimDecoration(w)) {
 					ok = false
 					break
 				}
@@ -176,6 +181,27 @@ type Anchor struct {
 	Exact bool
 	Prep  Prep
 	Mode  Mode
+	// Match compares a word read with a word wanted; nil means equal.
+	Match func(got, want string) bool
+	// LineSuffix finds a line whose text, spaces removed, ends with Text (a path in a
+	// location field: OCR splits it into words anywhere). A trailing text cursor is ignored.
+	LineSuffix bool
+}
+
+// FindLineSuffix finds a line whose text without spaces ends with text, compared by
+// match (nil: equal).
+func FindLineSuffix(words []Word, text string, match func(got, want string) bool) (Line, bool) {
+	for _, l := range Lines(words) {
+		joined := strings.TrimRight(strings.ReplaceAll(l.Text, " ", ""), "]|)")
+		if len(joined) < len(text) {
+			continue
+		}
+		tail := joined[len(joined)-len(text):]
+		if tail == text || (match != nil && match(tail, text)) {
+			return l, true
+		}
+	}
+	return Line{}, false
 }
 
 // Found is an anchor found and held still.
@@ -209,11 +235,18 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		var box image.Rectangle
 		var ws []Word
 		ok := false
-		if a.Exact {
+		if a.Exact || a.LineSuffix {
 			var l Line
-			if l, ok = FindLine(look.Words, a.Text); ok {
+			if a.LineSuffix {
+				l, ok = FindLineSuffix(look.Words, a.Text, a.Match)
+			} else {
+				l, ok = FindLine(look.Words, a.Text)
+			}
+			if ok {
 				box, ws = l.Box, l.Words
 			}
+		} else if a.Match != nil {
+			box, ws, ok = FindPhraseFunc(look.Words, a.Text, a.Match)
 		} else {
 			box, ws, ok = FindPhrase(look.Words, a.Text)
 		}

@@ -101,7 +101,7 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	return append(desktopCommands(), []command{
 		{"init", "create the store (the only command that creates one)", cmdInit},
 		{"gate claim", "claim the right to deliver a file to a destination", cmdClaim},
 		{"gate check", "ask again before a boundary", cmdCheck},
@@ -118,7 +118,7 @@ func commands() []command {
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
-	}
+	}...)
 }
 
 func usageText() string {

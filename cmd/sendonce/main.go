@@ -11,8 +11,23 @@ import (
 )
 
 func main() {
+	reexecForOCR(os.Args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()
 	os.Exit(code)
+}
+
+// reexecForOCR restarts the process with OMP_THREAD_LIMIT=1 for the commands that load
+// libtesseract: it reads the variable when it loads, and without it OCR spends its time
+// starting threads. It returns when nothing needs doing or the exec failed.
+func reexecForOCR(args []string) {
+	if len(args) < 2 || (args[1] != "deliver" && args[1] != "record") || os.Getenv("OMP_THREAD_LIMIT") == "1" {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	syscall.Exec(exe, args, append(os.Environ(), "OMP_THREAD_LIMIT=1"))
 }

@@ -38,6 +38,12 @@ func New() (*Client, error) {
 		c.Close()
 		return nil, err
 	}
+	// Screen captures carry no resolution; without one, Tesseract guesses and says so on
+	// stderr for every image.
+	if err := c.SetVariable("user_defined_dpi", "96"); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return &Client{c: c}, nil
 }
 

@@ -1,0 +1,245 @@
+package driver
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"image"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision"
+)
+
+//go:embed profiles/*.json
+var builtinProfiles embed.FS
+
+// Profile is how to deliver a file through one chat app, as data: a new app needs a new
+// profile, not new Go code.
+type Profile struct {
+	App              string `json:"app"`
+	Process          string `json:"process"`      // the app's process name, to pick its window
+	WindowTitle      string `json:"window_title"` // the main window's title
+	UploadLimitBytes int64  `json:"upload_limit_bytes"`
+	// Title is where the conversation's visible title is read.
+	Title Read `json:"title"`
+	// Chat is where sent items show; SendPage is where the send page lists chosen files.
+	Chat     Read `json:"chat"`
+	SendPage Read `json:"send_page"`
+	// SizesShown: the app shows a file item's size; a sent item confirms only with it.
+	SizesShown bool `json:"sizes_shown"`
+	// SentItemTimeout bounds the look for the sent item after the send.
+	SentItemTimeout Duration `json:"sent_item_timeout"`
+	// Phases, in order. open_picker, choose_file and send are the gate's boundaries:
+	// choose_file holds exactly one may_submit step and send exactly one submit step.
+	Clean            []Step `json:"clean"`
+	OpenConversation []Step `json:"open_conversation"`
+	OpenPicker       []Step `json:"open_picker"`
+	ChooseFile       []Step `json:"choose_file"`
+	Send             []Step `json:"send"`
+	// Dismiss closes the send page without sending (Escape only), after a stop.
+	Dismiss []Step `json:"dismiss"`
+}
+
+// Read is a region of the app window and how to read it.
+type Read struct {
+	Region Region      `json:"region"`
+	Prep   vision.Prep `json:"prep"`
+	Mode   string      `json:"mode"` // "sparse" (default), "block", "single_line"
+}
+
+// OCRMode is the vision mode a Read names.
+func (r Read) OCRMode() vision.Mode { return ocrMode(r.Mode) }
+
+func ocrMode(s string) vision.Mode {
+	switch s {
+	case "block":
+		return vision.Block
+	case "single_line":
+		return vision.SingleLine
+	}
+	return vision.Sparse
+}
+
+// Region is a rectangle in window coordinates. A negative X or Y counts from the
+// window's right or bottom edge; a W or H of zero or less reaches to that edge minus |W|.
+type Region struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+	W int `json:"w"`
+	H int `json:"h"`
+}
+
+// In resolves the region inside window bounds w, in screen coordinates.
+func (r Region) In(w image.Rectangle) image.Rectangle {
+	x, y := r.X, r.Y
+	if x < 0 {
+		x += w.Dx()
+	}
+	if y < 0 {
+		y += w.Dy()
+	}
+	wd, ht := r.W, r.H
+	if wd <= 0 {
+		wd = w.Dx() + wd - x
+	}
+	if ht <= 0 {
+		ht = w.Dy() + ht - y
+	}
+	return image.Rect(w.Min.X+x, w.Min.Y+y, w.Min.X+x+wd, w.Min.Y+y+ht).Intersect(w)
+}
+
+// Step is one action of a phase.
+type Step struct {
+	Name  string         `json:"name"`
+	Do    string         `json:"do"` // see the stepKinds table
+	Class evidence.Class `json:"class"`
+	// Crosses names the boundary a may_submit or submit step crosses.
+	Crosses string `json:"crosses,omitempty"`
+
+	Keys    string       `json:"keys,omitempty"`   // key
+	Text    string       `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{title}})
+	Window  string       `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window: a title prefix
+	Region  *Region      `json:"region,omitempty"` // where to look; the whole window when absent
+	Prep    vision.Prep  `json:"prep"`
+	Mode    string       `json:"mode,omitempty"`
+	Exact   bool         `json:"exact,omitempty"`
+	Timeout Duration     `json:"timeout,omitempty"`
+	Offset  *image.Point `json:"offset,omitempty"` // click_offset: from the window's top-left (negative: from the right/bottom)
+	Repeat  int          `json:"repeat,omitempty"` // escape_window, escape_text: at most this many Escapes
+	// Confusable matches words the way file names are matched: OCR's 1/l and 0/O
+	// confusions folded (never for a destination's title, which must match exactly).
+	Confusable bool `json:"confusable,omitempty"`
+	// Suffix matches a word that ends with the wanted text (a path in a location field
+	// ends with the file name).
+	Suffix bool `json:"suffix,omitempty"`
+}
+
+// stepKind says whether a step kind exists and whether it sends input. The kinds:
+//
+//	key               press Keys
+//	type_text         type Text (recorded as its length only)
+//	type_path         type the staged file's path (recorded in full)
+//	click_text        click the centre of Text found by OCR in Region
+//	click_offset      click at Offset in the window
+//	wait_text         wait until Text shows in Region and holds still
+//	wait_gone         wait until Text no longer shows in Region
+//	wait_window       wait until a window titled Window is viewable
+//	wait_window_gone  wait until no window titled Window is viewable
+//	escape_window     while a window titled Window is viewable, activate it and press Escape
+//	escape_text       while Text shows in Region, press Escape
+func stepKind(do string) (input, ok bool) {
+	switch do {
+	case "key", "type_text", "type_path", "click_text", "click_offset", "escape_window", "escape_text":
+		return true, true
+	case "wait_text", "wait_gone", "wait_window", "wait_window_gone":
+		return false, true
+	}
+	return false, false
+}
+
+// Duration is a time.Duration written as "5s" in JSON.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// LoadProfile reads a built-in profile by app name.
+func LoadProfile(app string) (*Profile, error) {
+	b, err := builtinProfiles.ReadFile("profiles/" + app + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("unknown app %q (known: %s)", app, strings.Join(KnownApps(), ", "))
+	}
+	return ParseProfile(b)
+}
+
+// KnownApps lists the built-in profiles.
+func KnownApps() []string {
+	entries, _ := builtinProfiles.ReadDir("profiles")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	return out
+}
+
+// ParseProfile reads and validates a profile.
+func ParseProfile(b []byte) (*Profile, error) {
+	var p Profile
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return &p, p.validate()
+}
+
+func (p *Profile) validate() error {
+	if p.App == "" || p.Process == "" {
+		return fmt.Errorf("profile: app and process are required")
+	}
+	phases := []struct {
+		name  string
+		steps []Step
+		want  map[evidence.Class]int // exact count of crossing classes
+	}{
+		{"clean", p.Clean, nil},
+		{"open_conversation", p.OpenConversation, nil},
+		{"open_picker", p.OpenPicker, nil},
+		{"choose_file", p.ChooseFile, map[evidence.Class]int{evidence.MaySubmit: 1}},
+		{"send", p.Send, map[evidence.Class]int{evidence.Submit: 1}},
+		{"dismiss", p.Dismiss, nil},
+	}
+	for _, ph := range phases {
+		count := map[evidence.Class]int{}
+		for i, s := range ph.steps {
+			where := fmt.Sprintf("profile %s: %s step %d (%s)", p.App, ph.name, i+1, s.Name)
+			input, ok := stepKind(s.Do)
+			switch {
+			case !ok:
+				return fmt.Errorf("%s: unknown step kind %q", where, s.Do)
+			case s.Class != evidence.Safe && s.Class != evidence.MaySubmit && s.Class != evidence.Submit:
+				return fmt.Errorf("%s: class must be safe, may_submit or submit", where)
+			case s.Class != evidence.Safe && !input:
+				return fmt.Errorf("%s: a %s step must send input", where, s.Class)
+			case s.Class != evidence.Safe && s.Crosses != ph.name:
+				return fmt.Errorf("%s: a %s step must say \"crosses\": %q", where, s.Class, ph.name)
+			case s.Class == evidence.Safe && s.Crosses != "":
+				return fmt.Errorf("%s: a safe step crosses nothing", where)
+			case ph.name == "dismiss" && s.Do != "escape_window" && s.Do != "escape_text" && !(s.Do == "key" && strings.EqualFold(s.Keys, "escape")):
+				return fmt.Errorf("%s: dismiss uses Escape only, never a click near a send control", where)
+			case ph.name == "clean" && (s.Do == "click_text" || s.Do == "click_offset"):
+				return fmt.Errorf("%s: clean dismisses leftovers with Escape only, never a click", where)
+			}
+			count[s.Class]++
+		}
+		if ph.want == nil {
+			if count[evidence.MaySubmit]+count[evidence.Submit] > 0 {
+				return fmt.Errorf("profile %s: phase %s may not hold may_submit or submit steps", p.App, ph.name)
+			}
+			continue
+		}
+		for c, n := range ph.want {
+			if count[c] != n || count[evidence.MaySubmit]+count[evidence.Submit] != n {
+				return fmt.Errorf("profile %s: phase %s must hold exactly %d %s step(s) and no other crossing step", p.App, ph.name, n, c)
+			}
+		}
+	}
+	if len(p.ChooseFile) == 0 || len(p.Send) == 0 {
+		return fmt.Errorf("profile %s: choose_file and send are required", p.App)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"image"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinProfilesLoad(t *testing.T) {
+	for _, app := range KnownApps() {
+		if _, err := LoadProfile(app); err != nil {
+			t.Errorf("%s: %v", app, err)
+		}
+	}
+	if _, err := LoadProfile("nope"); err == nil || !strings.Contains(err.Error(), "known: gajim") {
+		t.Errorf("unknown app: %v", err)
+	}
+}
+
+func TestProfileValidation(t *testing.T) {
+	base := `{"app":"x","process":"x",
+	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
+	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]`
+	if _, err := ParseProfile([]byte(base + `}`)); err != nil {
+		t.Fatalf("minimal profile: %v", err)
+	}
+	for name, tail := range map[string]string{
+		"submit step in open_picker":  `,"open_picker":[{"name":"x","do":"key","keys":"a","class":"submit","crosses":"open_picker"}]}`,
+		"unknown kind":                `,"clean":[{"name":"x","do":"teleport","class":"safe"}]}`,
+		"unknown class":               `,"clean":[{"name":"x","do":"key","class":"harmless"}]}`,
+		"click in clean":              `,"clean":[{"name":"x","do":"click_text","text":"Send","class":"safe"}]}`,
+		"click in dismiss":            `,"dismiss":[{"name":"x","do":"click_text","text":"Cancel","class":"safe"}]}`,
+		"safe step claiming to cross": `,"clean":[{"name":"x","do":"key","keys":"a","class":"safe","crosses":"send"}]}`,
+		"unknown field":               `,"colour":"red"}`,
+	} {
+		if _, err := ParseProfile([]byte(base + tail)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	twoSubmits := `{"app":"x","process":"x",
+	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
+	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"},{"name":"t","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+	if _, err := ParseProfile([]byte(twoSubmits)); err == nil {
+		t.Error("two submit steps in send: accepted")
+	}
+}
+
+func TestRegionIn(t *testing.T) {
+	w := rect(0, 19, 1280, 800)
+	if got := (Region{X: 480, Y: 24, W: -20, H: 58}).In(w); got != rect(480, 43, 1260, 101) {
+		t.Errorf("header region %v", got)
+	}
+	if got := (Region{X: 425, Y: 88, W: -5, H: -70}).In(w); got != rect(425, 107, 1275, 730) {
+		t.Errorf("chat region %v", got)
+	}
+	if got := (Region{X: -100, Y: -50, W: 50, H: 20}).In(w); got != rect(1180, 750, 1230, 770) {
+		t.Errorf("from the far edges %v", got)
+	}
+}
+
+func rect(x0, y0, x1, y1 int) image.Rectangle { return image.Rect(x0, y0, x1, y1) }

@@ -1,0 +1,289 @@
+// Package replay records a live delivery's desktop into a fixture, and replays it:
+// a Driver that serves the recorded frames in order and answers each input event by
+// moving to the frame recorded after it. The whole pipeline, OCR included, then runs in
+// tests with no X server.
+//
+// A fixture is a folder:
+//
+//	fixture.json        the delivery (app, title, file), its expected outcome, and the
+//	                    recording: after each input event, the last frame and windows seen
+//	frames/<sha256>.png full-screen frames, stored once
+//	file/<name>         the delivered file's bytes
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/sendonce/sendonce/driver"
+)
+
+// Fixture is fixture.json.
+type Fixture struct {
+	Name     string `json:"name"`
+	App      string `json:"app"`
+	To       string `json:"to"`
+	DestID   string `json:"dest_id,omitempty"`
+	FileName string `json:"file_name"`
+	// Expected is the outcome the live run recorded.
+	Expected string          `json:"expected_outcome"`
+	Bounds   image.Rectangle `json:"bounds"`
+	// States[k] is what the desktop showed after k input events.
+	States []State `json:"states"`
+	Inputs []Input `json:"inputs"`
+}
+
+// State is the desktop between two input events: the last frame and windows seen.
+type State struct {
+	Frame   string          `json:"frame"`
+	Windows []driver.Window `json:"windows,omitempty"`
+}
+
+// Input is one input event sent.
+type Input struct {
+	Kind  string      `json:"kind"` // "activate", "click", "key", "type"
+	Keys  string      `json:"keys,omitempty"`
+	Text  string      `json:"text,omitempty"`
+	Point image.Point `json:"point,omitempty"`
+}
+
+// Recorder wraps a live Driver and records what it showed after each input.
+type Recorder struct {
+	driver.Driver
+	mu     sync.Mutex
+	dir    string
+	fx     Fixture
+	frames map[string]bool
+}
+
+// NewRecorder records into dir (created).
+func NewRecorder(d driver.Driver, dir string) (*Recorder, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "frames"), 0o755); err != nil {
+		return nil, err
+	}
+	return &Recorder{Driver: d, dir: dir, fx: Fixture{Bounds: d.Bounds(), States: []State{{}}}, frames: map[string]bool{}}, nil
+}
+
+func (r *Recorder) state() *State { return &r.fx.States[len(r.fx.States)-1] }
+
+func (r *Recorder) input(in Input) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fx.Inputs = append(r.fx.Inputs, in)
+	prev := *r.state()
+	r.fx.States = append(r.fx.States, State{Frame: prev.Frame, Windows: prev.Windows})
+}
+
+// Capture records the full screen and returns the region asked for.
+func (r *Recorder) Capture(ctx context.Context, rect image.Rectangle) (*image.RGBA, error) {
+	full, err := r.Driver.Capture(ctx, r.Driver.Bounds())
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, full); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	h := hex.EncodeToString(sum[:])
+	r.mu.Lock()
+	if !r.frames[h] {
+		r.frames[h] = true
+		os.WriteFile(filepath.Join(r.dir, "frames", h+".png"), buf.Bytes(), 0o644)
+	}
+	r.state().Frame = h
+	r.mu.Unlock()
+	return crop(full, rect), nil
+}
+
+func (r *Recorder) Windows(ctx context.Context) ([]driver.Window, error) {
+	ws, err := r.Driver.Windows(ctx)
+	if err == nil {
+		r.mu.Lock()
+		r.state().Windows = ws
+		r.mu.Unlock()
+	}
+	return ws, err
+}
+
+func (r *Recorder) Activate(ctx context.Context, w driver.Window) error {
+	r.input(Input{Kind: "activate", Text: w.Title})
+	return r.Driver.Activate(ctx, w)
+}
+
+func (r *Recorder) Click(ctx context.Context, p image.Point) error {
+	r.input(Input{Kind: "click", Point: p})
+	return r.Driver.Click(ctx, p)
+}
+
+func (r *Recorder) Key(ctx context.Context, chord string) error {
+	r.input(Input{Kind: "key", Keys: chord})
+	return r.Driver.Key(ctx, chord)
+}
+
+func (r *Recorder) Type(ctx context.Context, text string) error {
+	r.input(Input{Kind: "type", Text: text})
+	return r.Driver.Type(ctx, text)
+}
+
+// Save writes fixture.json with the delivery's facts and the file's bytes.
+func (r *Recorder) Save(fx Fixture, file []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fx.Bounds, fx.States, fx.Inputs = r.fx.Bounds, r.fx.States, r.fx.Inputs
+	if err := os.MkdirAll(filepath.Join(r.dir, "file"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "file", fx.FileName), file, 0o644); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(fx, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(r.dir, "fixture.json"), append(b, '\n'), 0o644)
+}
+
+// Load reads a fixture.
+func Load(dir string) (*Fixture, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "fixture.json"))
+	if err != nil {
+		return nil, err
+	}
+	var fx Fixture
+	if err := json.Unmarshal(b, &fx); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &fx, nil
+}
+
+// Driver replays a fixture. Each input event must be the one recorded at that point
+// (the same kind, keys or click within a few pixels); typed text is not compared,
+// since a path embeds where the file was staged.
+type Driver struct {
+	mu     sync.Mutex
+	dir    string
+	fx     *Fixture
+	k      int // input events so far
+	frames map[string]*image.RGBA
+}
+
+// New replays the fixture in dir.
+func New(dir string) (*Driver, error) {
+	fx, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{dir: dir, fx: fx, frames: map[string]*image.RGBA{}}, nil
+}
+
+// Fixture is the fixture being replayed.
+func (d *Driver) Fixture() *Fixture { return d.fx }
+
+// Inputs is how many input events were replayed.
+func (d *Driver) Inputs() int { d.mu.Lock(); defer d.mu.Unlock(); return d.k }
+
+func (d *Driver) state() State {
+	k := min(d.k, len(d.fx.States)-1)
+	for ; k > 0 && d.fx.States[k].Frame == ""; k-- {
+	}
+	return d.fx.States[k]
+}
+
+func (d *Driver) frame(h string) (*image.RGBA, error) {
+	if img, ok := d.frames[h]; ok {
+		return img, nil
+	}
+	f, err := os.Open(filepath.Join(d.dir, "frames", h+".png"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := png.Decode(f)
+	if err != nil {
+		return nil, err
+	}
+	img := image.NewRGBA(src.Bounds())
+	draw.Draw(img, img.Bounds(), src, src.Bounds().Min, draw.Src)
+	d.frames[h] = img
+	return img, nil
+}
+
+func (d *Driver) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.state()
+	if st.Frame == "" {
+		return nil, fmt.Errorf("replay: no frame was recorded after %d inputs", d.k)
+	}
+	img, err := d.frame(st.Frame)
+	if err != nil {
+		return nil, err
+	}
+	return crop(img, r), nil
+}
+
+func (d *Driver) Windows(ctx context.Context) ([]driver.Window, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := min(d.k, len(d.fx.States)-1)
+	for ; k > 0 && d.fx.States[k].Windows == nil; k-- {
+	}
+	return d.fx.States[k].Windows, nil
+}
+
+func (d *Driver) Bounds() image.Rectangle { return d.fx.Bounds }
+
+// next checks an input against the recording and moves to the next state.
+func (d *Driver) next(in Input) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.k >= len(d.fx.Inputs) {
+		return fmt.Errorf("replay diverged: input %d (%s %s) was never recorded", d.k+1, in.Kind, in.Keys)
+	}
+	want := d.fx.Inputs[d.k]
+	ok := want.Kind == in.Kind
+	switch in.Kind {
+	case "key":
+		ok = ok && want.Keys == in.Keys
+	case "click":
+		dx, dy := want.Point.X-in.Point.X, want.Point.Y-in.Point.Y
+		ok = ok && dx*dx+dy*dy <= 8*8
+	}
+	if !ok {
+		return fmt.Errorf("replay diverged at input %d: got %s %q %v, recorded %s %q %v", d.k+1, in.Kind, in.Keys, in.Point, want.Kind, want.Keys, want.Point)
+	}
+	d.k++
+	return nil
+}
+
+func (d *Driver) Activate(ctx context.Context, w driver.Window) error {
+	return d.next(Input{Kind: "activate", Text: w.Title})
+}
+func (d *Driver) Click(ctx context.Context, p image.Point) error {
+	return d.next(Input{Kind: "click", Point: p})
+}
+func (d *Driver) Key(ctx context.Context, chord string) error {
+	return d.next(Input{Kind: "key", Keys: chord})
+}
+func (d *Driver) Type(ctx context.Context, text string) error {
+	return d.next(Input{Kind: "type", Text: text})
+}
+
+// crop copies the part of img inside r, keeping screen coordinates.
+func crop(img *image.RGBA, r image.Rectangle) *image.RGBA {
+	r = r.Intersect(img.Bounds())
+	out := image.NewRGBA(r)
+	draw.Draw(out, r, img, r.Min, draw.Src)
+	return out
+}

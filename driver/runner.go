@@ -1,0 +1,761 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// Gate is what a delivery needs of the store.
+type Gate interface {
+	Check(ctx context.Context, p *store.Permit, b gate.Boundary) error
+	Cross(ctx context.Context, p *store.Permit, b gate.Boundary, chainHead string) (*store.Pass, error)
+}
+
+// Vars are the values a profile's templates and typing steps use.
+type Vars struct {
+	Address  string // typed to open the conversation: the provider id's address, or the title
+	Title    string // the exact visible title expected
+	FilePath string // the staged file's path
+	FileName string
+	Size     int64
+}
+
+func (v Vars) expand(s string) string {
+	return strings.NewReplacer("{{address}}", v.Address, "{{title}}", v.Title, "{{file_name}}", v.FileName).Replace(s)
+}
+
+// Runner runs one delivery.
+type Runner struct {
+	Driver   Driver // guarded by the display lease: every input event is checked
+	Reader   *vision.Reader
+	Gate     Gate
+	Permit   *store.Permit
+	Rec      *evidence.Recorder
+	Profile  *Profile
+	Vars     Vars
+	Progress func(format string, args ...any) // one line a step; may be nil
+	// Killpoint is a test hook called after named moments: picker_opened,
+	// file_chosen, send_pressed, looking. May be nil.
+	Killpoint func(name string)
+
+	window  Window
+	crossed bool // a crossing was made: from here on, nothing may be retried
+	stepSeq int  // the record number of the step being acted on
+}
+
+// ErrStopped: the delivery stopped before crossing any boundary; nothing was sent.
+var ErrStopped = errors.New("stopped before any boundary")
+
+// Result is what a delivery did, for the caller to classify and record.
+type Result struct {
+	Crossed bool   // a boundary was crossed
+	Stopped string // why it stopped early, if it did
+}
+
+func (r *Runner) progress(format string, args ...any) {
+	if r.Progress != nil {
+		r.Progress(format, args...)
+	}
+}
+
+func (r *Runner) kill(name string) {
+	if r.Killpoint != nil {
+		r.Killpoint(name)
+	}
+}
+
+// Deliver runs the profile's phases for one file. It returns ErrStopped (wrapped, with
+// the reason) when it stopped before any boundary; any other error after a crossing
+// leaves the result to the evidence (unknown unless confirmed).
+func (r *Runner) Deliver(ctx context.Context) (Result, error) {
+	err := r.deliver(ctx)
+	res := Result{Crossed: r.crossed}
+	if err != nil {
+		res.Stopped = err.Error()
+		if !r.crossed && !errors.Is(err, ErrStopped) {
+			err = fmt.Errorf("%w: %v", ErrStopped, err)
+		}
+	}
+	return res, err
+}
+
+func (r *Runner) deliver(ctx context.Context) error {
+	if err := r.findWindow(ctx); err != nil {
+		return err
+	}
+	if err := r.Driver.Activate(ctx, r.window); err != nil {
+		return err
+	}
+	for _, ph := range []struct {
+		name  string
+		steps []Step
+	}{{"clean", r.Profile.Clean}, {"open_conversation", r.Profile.OpenConversation}} {
+		if err := r.safePhase(ctx, ph.name, ph.steps); err != nil {
+			return err
+		}
+	}
+	if err := r.checkTitle(ctx); err != nil {
+		return err
+	}
+	before, err := r.observeItems(ctx, "before_send")
+	if err != nil {
+		return err
+	}
+
+	if err := r.check(ctx, gate.OpenPicker); err != nil {
+		return err
+	}
+	if err := r.safePhase(ctx, "open_picker", r.Profile.OpenPicker); err != nil {
+		return err
+	}
+	r.kill("picker_opened")
+	if err := r.crossingPhase(ctx, gate.ChooseFile, r.Profile.ChooseFile); err != nil {
+		return err
+	}
+	r.kill("file_chosen")
+	if err := r.checkSendPage(ctx); err != nil {
+		r.dismiss(ctx)
+		return err
+	}
+	if err := r.crossingPhase(ctx, gate.Send, r.Profile.Send); err != nil {
+		return err
+	}
+	r.kill("send_pressed")
+	r.kill("looking")
+	return r.lookForSentItem(ctx, before)
+}
+
+// findWindow picks the app's main window by process, title and visibility, and refuses
+// when that leaves none or more than one.
+func (r *Runner) findWindow(ctx context.Context) error {
+	ws, err := r.Driver.Windows(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: listing windows: %v", ErrWindow, err)
+	}
+	var found []Window
+	for _, w := range ws {
+		if w.Process == r.Profile.Process && w.Viewable && (r.Profile.WindowTitle == "" || w.Title == r.Profile.WindowTitle) {
+			found = append(found, w)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return fmt.Errorf("%w: no viewable %s window titled %q: is %s running on this display?", ErrWindow, r.Profile.Process, r.Profile.WindowTitle, r.Profile.App)
+	case 1:
+		r.window = found[0]
+		return nil
+	}
+	return fmt.Errorf("%w: %d viewable %s windows titled %q; refusing to guess which one", ErrWindow, len(found), r.Profile.Process, r.Profile.WindowTitle)
+}
+
+func (r *Runner) frame(ctx context.Context) (string, *image.RGBA) {
+	img, err := r.Driver.Capture(ctx, r.Driver.Bounds())
+	if err != nil {
+		return "", nil
+	}
+	h, err := r.Rec.Frame(img)
+	if err != nil {
+		return "", img
+	}
+	return h, img
+}
+
+func (r *Runner) appendRecord(rec evidence.Record) (string, error) {
+	h, err := r.Rec.Append(rec)
+	if err != nil {
+		return "", fmt.Errorf("writing evidence: %w", err)
+	}
+	return h, nil
+}
+
+// check asks the gate at a boundary and records the answer.
+func (r *Runner) check(ctx context.Context, b gate.Boundary) error {
+	err := r.Gate.Check(ctx, r.Permit, b)
+	g := &evidence.GateUse{Action: "check", Boundary: string(b), Token: r.Permit.Token(), Decision: "ok"}
+	if err != nil {
+		g.Decision, g.Reason = "refused", err.Error()
+	}
+	if _, rerr := r.appendRecord(evidence.Record{Kind: evidence.KindGate, Gate: g}); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func (r *Runner) safePhase(ctx context.Context, phase string, steps []Step) error {
+	for _, s := range steps {
+		if err := r.safeStep(ctx, s); err != nil {
+			return fmt.Errorf("%s: %s: %w", phase, s.Name, err)
+		}
+	}
+	return nil
+}
+
+// safeStep runs a step that cannot submit.
+func (r *Runner) safeStep(ctx context.Context, s Step) error {
+	if s.Class != evidence.Safe {
+		return fmt.Errorf("step %q is %s: it needs a pass", s.Name, s.Class)
+	}
+	return r.run(ctx, s)
+}
+
+// crossingPhase runs a boundary's phase: its safe steps, and for its one crossing step:
+// check, write the step to the evidence, cross in the store with the chain head, then
+// run the step with the pass the crossing produced.
+func (r *Runner) crossingPhase(ctx context.Context, b gate.Boundary, steps []Step) error {
+	for _, s := range steps {
+		if s.Class == evidence.Safe {
+			if err := r.safeStep(ctx, s); err != nil {
+				return fmt.Errorf("%s: %s: %w", b, s.Name, err)
+			}
+			continue
+		}
+		if err := r.check(ctx, b); err != nil {
+			return err
+		}
+		pass, err := r.cross(ctx, b, s)
+		if err != nil {
+			return err
+		}
+		if err := r.crossingStep(ctx, s, pass); err != nil {
+			return fmt.Errorf("%s: %s: %w", b, s.Name, err)
+		}
+	}
+	return nil
+}
+
+// cross makes the crossing durable: the step is written to the evidence first, then the
+// store records the crossing with the chain head that includes it.
+func (r *Runner) cross(ctx context.Context, b gate.Boundary, s Step) (*store.Pass, error) {
+	before, _ := r.frame(ctx)
+	head, err := r.appendRecord(evidence.Record{Kind: evidence.KindStep, Intent: s.Name, Class: s.Class, Before: before, Inputs: plannedInputs(s, r.Vars)})
+	if err != nil {
+		return nil, err
+	}
+	r.stepSeq = r.Rec.Seq()
+	pass, err := r.Gate.Cross(ctx, r.Permit, b, head)
+	g := &evidence.GateUse{Action: "cross", Boundary: string(b), Token: r.Permit.Token(), Decision: "crossed"}
+	if err != nil {
+		g.Decision, g.Reason = "refused", err.Error()
+	} else {
+		r.crossed = true
+	}
+	if _, rerr := r.appendRecord(evidence.Record{Kind: evidence.KindGate, Gate: g}); rerr != nil && err == nil {
+		err = rerr
+	}
+	return pass, err
+}
+
+// crossingStep runs a may_submit or submit step. It takes the pass that only a durable
+// crossing produces and spends it before sending any input: without one, nothing runs.
+func (r *Runner) crossingStep(ctx context.Context, s Step, pass *store.Pass) error {
+	if err := pass.Use(); err != nil {
+		return err
+	}
+	if string(pass.Boundary()) != s.Crosses {
+		return fmt.Errorf("the pass is for %s, the step crosses %s", pass.Boundary(), s.Crosses)
+	}
+	return r.act(ctx, s, r.stepSeq)
+}
+
+// run writes a safe step's record, then acts.
+func (r *Runner) run(ctx context.Context, s Step) error {
+	before, _ := r.frame(ctx)
+	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindStep, Intent: s.Name, Class: s.Class, Before: before, Inputs: plannedInputs(s, r.Vars)}); err != nil {
+		return err
+	}
+	r.stepSeq = r.Rec.Seq()
+	return r.act(ctx, s, r.stepSeq)
+}
+
+// plannedInputs are the input events a step will send, as evidence records them.
+func plannedInputs(s Step, v Vars) []evidence.Input {
+	switch s.Do {
+	case "key":
+		return []evidence.Input{evidence.KeyInput(s.Keys)}
+	case "type_text":
+		return []evidence.Input{evidence.TypedText(v.expand(s.Text))}
+	case "type_path":
+		return []evidence.Input{evidence.TypedPath(v.FilePath)}
+	case "escape_window", "escape_text":
+		return []evidence.Input{evidence.KeyInput("Escape")}
+	}
+	return nil // clicks are recorded with their position in the result
+}
+
+func (r *Runner) timeout(s Step) time.Duration {
+	if s.Timeout.Duration > 0 {
+		return s.Timeout.Duration
+	}
+	return 10 * time.Second
+}
+
+// region is where a step looks: its Region in the app's main window, or in the window
+// the step names.
+func (r *Runner) region(ctx context.Context, s Step) (image.Rectangle, error) {
+	w := r.window
+	if s.Window != "" {
+		var ok bool
+		var err error
+		if w, ok, err = r.windowTitled(ctx, s.Window); err != nil || !ok {
+			return image.Rectangle{}, fmt.Errorf("no window titled %q to look in (%v)", s.Window, err)
+		}
+	}
+	if s.Region == nil {
+		return w.Bounds, nil
+	}
+	return s.Region.In(w.Bounds), nil
+}
+
+// matcher compares OCR words with wanted words as the step asks.
+func matcher(s Step) func(got, want string) bool {
+	switch {
+	case s.Suffix, s.Confusable:
+		return evidence.NameMatches
+	}
+	return nil
+}
+
+// act performs a step and records its result: the after frame, what OCR found, the
+// clicks sent and any error.
+func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
+	start := time.Now()
+	res := evidence.Record{Kind: evidence.KindResult, Step: stepSeq}
+	err := r.perform(ctx, s, &res)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.After, _ = r.frame(ctx)
+	if _, rerr := r.appendRecord(res); rerr != nil && err == nil {
+		err = rerr
+	}
+	status := "ok"
+	if err != nil {
+		status = "failed: " + err.Error()
+	}
+	r.progress("%-28s %-10s %s (%.1fs)", s.Name, s.Class, status, time.Since(start).Seconds())
+	return err
+}
+
+func ocrWords(frame string, region image.Rectangle, ws []vision.Word) []evidence.OCRRegion {
+	out := evidence.OCRRegion{Frame: frame, Region: box(region)}
+	for _, w := range ws {
+		out.Words = append(out.Words, evidence.OCRWord{Text: w.Text, Box: box(w.Box), Confidence: w.Confidence})
+	}
+	return []evidence.OCRRegion{out}
+}
+
+func box(r image.Rectangle) evidence.Box {
+	return evidence.Box{X: r.Min.X, Y: r.Min.Y, W: r.Dx(), H: r.Dy()}
+}
+
+func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) error {
+	d := r.Driver
+	switch s.Do {
+	case "key":
+		return d.Key(ctx, s.Keys)
+	case "type_text":
+		return d.Type(ctx, r.Vars.expand(s.Text))
+	case "type_path":
+		return d.Type(ctx, r.Vars.FilePath)
+	case "click_offset":
+		p := image.Pt(s.Offset.X, s.Offset.Y)
+		if p.X < 0 {
+			p.X += r.window.Bounds.Dx()
+		}
+		if p.Y < 0 {
+			p.Y += r.window.Bounds.Dy()
+		}
+		p = p.Add(r.window.Bounds.Min)
+		res.Target = &evidence.Target{Method: "window_offset", Window: r.window.Title}
+		res.Inputs = []evidence.Input{evidence.ClickInput(p.X, p.Y)}
+		return d.Click(ctx, p)
+	case "click_text", "wait_text":
+		region, err := r.region(ctx, s)
+		if err != nil {
+			return err
+		}
+		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
+		found, err := r.Reader.WaitStable(ctx, region, anchor, r.timeout(s))
+		if found.Look.Frame != nil {
+			if h, ferr := r.Rec.Frame(found.Look.Frame); ferr == nil {
+				res.OCR = ocrWords(h, region, found.Look.Words)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		res.Target = &evidence.Target{Method: "ocr_anchor", Words: wordTexts(found.Words), Box: ptr(box(found.Box)), Confidence: meanConfidence(found.Words)}
+		if s.Do == "wait_text" {
+			return nil
+		}
+		c := image.Pt((found.Box.Min.X+found.Box.Max.X)/2, (found.Box.Min.Y+found.Box.Max.Y)/2)
+		res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
+		return d.Click(ctx, c)
+	case "wait_gone":
+		return r.waitGone(ctx, s)
+	case "wait_window", "wait_window_gone":
+		return r.waitWindow(ctx, s.Window, s.Do == "wait_window", r.timeout(s))
+	case "escape_window":
+		for i := 0; i < max(s.Repeat, 1); i++ {
+			w, ok, err := r.windowTitled(ctx, s.Window)
+			if err != nil || !ok {
+				return err
+			}
+			if err := d.Activate(ctx, w); err != nil {
+				return err
+			}
+			sleep(ctx, 200*time.Millisecond)
+			if err := d.Key(ctx, "Escape"); err != nil {
+				return err
+			}
+			res.Inputs = append(res.Inputs, evidence.KeyInput("Escape"))
+			if err := r.waitWindow(ctx, s.Window, false, 3*time.Second); err == nil {
+				return d.Activate(ctx, r.window)
+			}
+		}
+		return fmt.Errorf("a window titled %q is still open after %d Escape(s)", s.Window, max(s.Repeat, 1))
+	case "escape_text":
+		region, err := r.region(ctx, s)
+		if err != nil {
+			return err
+		}
+		for i := 0; i <= max(s.Repeat, 1); i++ {
+			look, err := r.Reader.Read(ctx, region, s.Prep, ocrMode(s.Mode))
+			if err != nil {
+				return err
+			}
+			if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
+				return nil
+			}
+			if i == max(s.Repeat, 1) {
+				return fmt.Errorf("%q still shows after %d Escape(s)", s.Text, i)
+			}
+			if err := d.Key(ctx, "Escape"); err != nil {
+				return err
+			}
+			res.Inputs = append(res.Inputs, evidence.KeyInput("Escape"))
+			sleep(ctx, 400*time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func wordTexts(ws []vision.Word) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Text
+	}
+	return out
+}
+
+func meanConfidence(ws []vision.Word) float64 {
+	if len(ws) == 0 {
+		return 0
+	}
+	var s float64
+	for _, w := range ws {
+		s += w.Confidence
+	}
+	return s / float64(len(ws))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (r *Runner) waitGone(ctx context.Context, s Step) error {
+	deadline := time.Now().Add(r.timeout(s))
+	region, err := r.region(ctx, s)
+	if err != nil {
+		return err
+	}
+	for {
+		look, err := r.Reader.Read(ctx, region, s.Prep, ocrMode(s.Mode))
+		if err != nil {
+			return err
+		}
+		if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %q still shows after %v", vision.ErrNotFound, s.Text, r.timeout(s))
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool, error) {
+	ws, err := r.Driver.Windows(ctx)
+	if err != nil {
+		return Window{}, false, err
+	}
+	for _, w := range ws {
+		if w.Viewable && w.Process == r.Profile.Process && strings.HasPrefix(w.Title, prefix) {
+			return w, true, nil
+		}
+	}
+	return Window{}, false, nil
+}
+
+// waitWindow waits for a window to be there (and to hold still at the same place for
+// two looks), or to be gone.
+func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last *image.Rectangle
+	for {
+		w, ok, err := r.windowTitled(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		if ok == present {
+			if !present {
+				return nil
+			}
+			if last != nil && *last == w.Bounds {
+				return nil
+			}
+			last = &w.Bounds
+		} else {
+			last = nil
+		}
+		if time.Now().After(deadline) {
+			if present {
+				return fmt.Errorf("no window titled %q appeared within %v", prefix, timeout)
+			}
+			return fmt.Errorf("the window titled %q is still open after %v", prefix, timeout)
+		}
+		sleep(ctx, 150*time.Millisecond)
+	}
+}
+
+// checkTitle reads the conversation's visible title and stops unless it is exactly the
+// expected one.
+func (r *Runner) checkTitle(ctx context.Context) error {
+	t := r.Profile.Title
+	region := t.Region.In(r.window.Bounds)
+	var got string
+	var look vision.Look
+	// The header can lag the conversation switch: read until two reads agree.
+	for i := 0; i < 8; i++ {
+		l, err := r.Reader.Read(ctx, region, t.Prep, t.OCRMode())
+		if err != nil {
+			return err
+		}
+		text := lineText(l.Words)
+		if text == got && text != "" {
+			look = l
+			break
+		}
+		got, look = text, l
+		sleep(ctx, 150*time.Millisecond)
+	}
+	h, _ := r.Rec.Frame(look.Frame)
+	rec := evidence.Record{Kind: evidence.KindObserve, Intent: "read the conversation title", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "conversation_title", DispatchID: r.dispatchID(), Title: got}}
+	if _, err := r.appendRecord(rec); err != nil {
+		return err
+	}
+	if got != r.Vars.Title {
+		r.progress("%-28s %-10s the title reads %q, not %q: stopping before any boundary", "read the title", "safe", got, r.Vars.Title)
+		return fmt.Errorf("%w: the conversation's visible title reads %q, not exactly %q", ErrStopped, got, r.Vars.Title)
+	}
+	r.progress("%-28s %-10s %q ok", "read the title", "safe", got)
+	return nil
+}
+
+func lineText(ws []vision.Word) string {
+	var parts []string
+	for _, l := range vision.Lines(ws) {
+		if l.Text != "" {
+			parts = append(parts, l.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// sizePattern finds a displayed file size ("17 B", "1.2 kB", "3,4 MiB").
+var sizePattern = regexp.MustCompile(`\b\d+(?:[.,]\d+)?\s?(?:B|bytes|kB|KB|KiB|MB|MiB|GB|GiB)\b`)
+
+// items finds the file items OCR shows: each run of words that reads as the file name,
+// with the size shown on the same line or just below it (a file card).
+func (r *Runner) items(ws []vision.Word) []evidence.Item {
+	lines := vision.Lines(ws)
+	var out []evidence.Item
+	for _, l := range lines {
+		name, ok := nameIn(l.Text, r.Vars.FileName)
+		if !ok {
+			continue
+		}
+		it := evidence.Item{Name: name} // as read: the classifier matches it again
+		rest := strings.Replace(l.Text, name, "", 1)
+		if m := sizePattern.FindString(rest); m != "" {
+			it.Size = m
+		} else {
+			it.Size = sizeBelow(lines, l)
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// sizeBelow finds a displayed size in the lines just below a name line and overlapping
+// it horizontally: where a file card shows it.
+func sizeBelow(lines []vision.Line, name vision.Line) string {
+	h := max(name.Box.Dy(), 8)
+	for _, l := range lines {
+		below := l.Box.Min.Y >= name.Box.Min.Y+h/2 && l.Box.Min.Y <= name.Box.Max.Y+2*h
+		overlaps := l.Box.Min.X < name.Box.Max.X+4*h && l.Box.Max.X > name.Box.Min.X-4*h
+		if below && overlaps {
+			if m := sizePattern.FindString(l.Text); m != "" {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// nameIn finds the file name in a line of OCR text, as read (OCR may confuse 1 and l,
+// 0 and O): the run of words that matches it.
+func nameIn(line, name string) (string, bool) {
+	words, want := strings.Fields(line), len(strings.Fields(name))
+	for i := 0; i+want <= len(words); i++ {
+		got := strings.Join(words[i:i+want], " ")
+		if evidence.NameMatches(got, name) {
+			return got, true
+		}
+	}
+	return "", false
+}
+
+func (r *Runner) observeItems(ctx context.Context, phase string) ([]evidence.Item, error) {
+	c := r.Profile.Chat
+	region := c.Region.In(r.window.Bounds)
+	look, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
+	if err != nil {
+		return nil, err
+	}
+	items := r.items(look.Words)
+	h, _ := r.Rec.Frame(look.Frame)
+	_, err = r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for sent items", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "sent_items", Phase: phase, DispatchID: r.dispatchID(), Title: r.Vars.Title, Items: items}})
+	return items, err
+}
+
+// checkSendPage verifies that the send page holds exactly one item, ours.
+func (r *Runner) checkSendPage(ctx context.Context) error {
+	p := r.Profile.SendPage
+	region := p.Region.In(r.window.Bounds)
+	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	if err != nil {
+		return err
+	}
+	items := r.items(look.Words)
+	sizes := sizePattern.FindAllString(lineText(look.Words), -1)
+	h, _ := r.Rec.Frame(look.Frame)
+	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "check the send page", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "send_page_items", DispatchID: r.dispatchID(), Items: items}}); err != nil {
+		return err
+	}
+	if len(items) != 1 || len(sizes) > 1 {
+		return fmt.Errorf("the send page must hold exactly one item, %s; it shows %d item(s) named so and %d size(s): not sending", r.Vars.FileName, len(items), len(sizes))
+	}
+	if !evidence.SizeMatches(items[0].Size, r.Vars.Size) {
+		return fmt.Errorf("the send page shows %s with size %q, not %d bytes: not sending", r.Vars.FileName, items[0].Size, r.Vars.Size)
+	}
+	r.progress("%-28s %-10s %s %s ok", "check the send page", "safe", items[0].Name, items[0].Size)
+	return nil
+}
+
+// dismiss closes the send page without sending, with Escape only.
+func (r *Runner) dismiss(ctx context.Context) {
+	for _, s := range r.Profile.Dismiss {
+		r.run(ctx, s)
+	}
+}
+
+// lookForSentItem waits for a new item with the file's name (more of them than before
+// the send), and records what it saw last. Not finding one is not an error: the
+// evidence then reads as unknown.
+func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) error {
+	c := r.Profile.Chat
+	region := c.Region.In(r.window.Bounds)
+	timeout := r.Profile.SentItemTimeout.Duration
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	start := time.Now()
+	var look vision.Look
+	var items []evidence.Item
+	for {
+		l, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
+		if err == nil {
+			look, items = l, r.items(l.Words)
+			if countSized(items, r.Vars.Size, r.Profile.SizesShown) > countSized(before, r.Vars.Size, false) {
+				break
+			}
+		}
+		if time.Since(start) > timeout || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, 300*time.Millisecond)
+	}
+	h := ""
+	if look.Frame != nil {
+		h, _ = r.Rec.Frame(look.Frame)
+	}
+	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for the sent item", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "sent_items", Phase: "after_send", DispatchID: r.dispatchID(), Title: r.Vars.Title, Items: items, SizesShown: r.Profile.SizesShown}})
+	r.progress("%-28s %-10s %d item(s) named %s, %d before (%.1fs)", "look for the sent item", "safe", len(items), r.Vars.FileName, len(before), time.Since(start).Seconds())
+	return err
+}
+
+func countSized(items []evidence.Item, size int64, needSize bool) int {
+	n := 0
+	for _, it := range items {
+		if evidence.SizeMatches(it.Size, size) && (it.Size != "" || !needSize) {
+			n++
+		}
+	}
+	return n
+}
+
+// DryRun opens the conversation and reads its title, crossing no boundary: it reports
+// whether the visible title matches.
+func (r *Runner) DryRun(ctx context.Context) (bool, error) {
+	if err := r.findWindow(ctx); err != nil {
+		return false, err
+	}
+	if err := r.Driver.Activate(ctx, r.window); err != nil {
+		return false, err
+	}
+	if err := r.safePhase(ctx, "clean", r.Profile.Clean); err != nil {
+		return false, err
+	}
+	if err := r.safePhase(ctx, "open_conversation", r.Profile.OpenConversation); err != nil {
+		return false, err
+	}
+	err := r.checkTitle(ctx)
+	return err == nil, err
+}
+
+func (r *Runner) dispatchID() string {
+	if r.Permit == nil {
+		return "dry-run"
+	}
+	return r.Permit.DispatchID()
+}

@@ -1,0 +1,116 @@
+package x11
+
+import (
+	"fmt"
+	"image"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/sendonce/sendonce/driver"
+)
+
+// windowList reads the EWMH client list with each window's title, PID, process,
+// absolute geometry and map state.
+func windowList(c *xgb.Conn) ([]driver.Window, error) {
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	clients, err := property(c, root, "_NET_CLIENT_LIST")
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.Window
+	for i := 0; i+4 <= len(clients); i += 4 {
+		id := xproto.Window(xgb.Get32(clients[i:]))
+		w := driver.Window{ID: uint32(id)}
+		if name, err := property(c, id, "_NET_WM_NAME"); err == nil && len(name) > 0 {
+			w.Title = string(name)
+		} else if name, err := property(c, id, "WM_NAME"); err == nil {
+			w.Title = string(name)
+		}
+		if pid, err := property(c, id, "_NET_WM_PID"); err == nil && len(pid) >= 4 {
+			w.PID = int(xgb.Get32(pid))
+			w.Process = processName(w.PID)
+		}
+		attrs, err := xproto.GetWindowAttributes(c, id).Reply()
+		if err != nil {
+			continue // the window went away
+		}
+		w.Viewable = attrs.MapState == xproto.MapStateViewable
+		geo, err := xproto.GetGeometry(c, xproto.Drawable(id)).Reply()
+		if err != nil {
+			continue
+		}
+		// Absolute coordinates: window managers reparent, so translate to the root.
+		tr, err := xproto.TranslateCoordinates(c, id, root, 0, 0).Reply()
+		if err != nil {
+			continue
+		}
+		w.Bounds = image.Rect(int(tr.DstX), int(tr.DstY), int(tr.DstX)+int(geo.Width), int(tr.DstY)+int(geo.Height))
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func atom(c *xgb.Conn, name string) (xproto.Atom, error) {
+	r, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
+	if err != nil {
+		return 0, err
+	}
+	if r.Atom == 0 {
+		return 0, fmt.Errorf("X atom %s is not known (no EWMH window manager?)", name)
+	}
+	return r.Atom, nil
+}
+
+func property(c *xgb.Conn, w xproto.Window, name string) ([]byte, error) {
+	a, err := atom(c, name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := xproto.GetProperty(c, false, w, a, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
+	if err != nil {
+		return nil, err
+	}
+	return r.Value, nil
+}
+
+// processName is the command name of a PID: the script name for interpreters
+// ("gajim" for "python3 /usr/bin/gajim").
+func processName(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	name := args[0]
+	if base := lastPart(name); strings.HasPrefix(base, "python") && len(args) > 1 {
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "-") {
+				return lastPart(a)
+			}
+		}
+	}
+	return lastPart(name)
+}
+
+func lastPart(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// activate asks the window manager to raise and focus w (EWMH _NET_ACTIVE_WINDOW).
+func activate(c *xgb.Conn, w xproto.Window) error {
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	a, err := atom(c, "_NET_ACTIVE_WINDOW")
+	if err != nil {
+		return err
+	}
+	ev := xproto.ClientMessageEvent{Format: 32, Window: w, Type: a,
+		Data: xproto.ClientMessageDataUnionData32New([]uint32{2, xproto.TimeCurrentTime, 0, 0, 0})}
+	return xproto.SendEventChecked(c, false, root, xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes())).Check()
+}

@@ -1,0 +1,105 @@
+//go:build cgo
+
+// Package x11 is the live Driver: robotgo sends the input events (XTest), X11 (xgb)
+// lists and activates windows, and the screen is captured through vision.X11Screen.
+// It acts on the display named by $DISPLAY.
+package x11
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-vgo/robotgo"
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// Desktop is the live desktop on $DISPLAY.
+type Desktop struct {
+	mu     sync.Mutex
+	conn   *xgb.Conn
+	screen vision.X11Screen
+}
+
+// Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
+// same display.
+func Open(display string) (*Desktop, error) {
+	xgb.Logger.SetOutput(io.Discard) // xgb logs to stderr when there is no ~/.Xauthority; errors still return
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open X display %q: %w", display, err)
+	}
+	if err := robotgo.SetXDisplayName(display); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("robotgo: display %q: %w", display, err)
+	}
+	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
+	return &Desktop{conn: c}, nil
+}
+
+// Close closes the X connection.
+func (d *Desktop) Close() { d.conn.Close() }
+
+func (d *Desktop) Windows(ctx context.Context) ([]driver.Window, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return windowList(d.conn)
+}
+
+func (d *Desktop) Activate(ctx context.Context, w driver.Window) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return activate(d.conn, xproto.Window(w.ID))
+}
+
+func (d *Desktop) Click(ctx context.Context, p image.Point) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	robotgo.Move(p.X, p.Y)
+	robotgo.MilliSleep(30) // let the pointer's enter/motion events reach the toolkit first
+	robotgo.Click("left")
+	return nil
+}
+
+// Key presses a chord: modifiers and a key joined by "+", e.g. "ctrl+shift+u".
+func (d *Desktop) Key(ctx context.Context, chord string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	parts := strings.Split(strings.ToLower(chord), "+")
+	key, mods := parts[len(parts)-1], parts[:len(parts)-1]
+	switch key {
+	case "return":
+		key = "enter"
+	}
+	args := make([]interface{}, len(mods))
+	for i, m := range mods {
+		args[i] = m
+	}
+	if err := robotgo.KeyTap(key, args...); err != nil {
+		return fmt.Errorf("key %s: %w", chord, err)
+	}
+	return nil
+}
+
+func (d *Desktop) Type(ctx context.Context, text string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	robotgo.Type(text)
+	return nil
+}
+
+func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
+	return d.screen.Capture(ctx, r)
+}
+
+func (d *Desktop) Bounds() image.Rectangle { return d.screen.Bounds() }
