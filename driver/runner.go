@@ -120,6 +120,7 @@ func (r *Runner) deliver(ctx context.Context) error {
 	}
 	r.kill("picker_opened")
 	if err := r.crossingPhase(ctx, gate.ChooseFile, r.Profile.ChooseFile); err != nil {
+		r.dismiss(ctx)
 		return err
 	}
 	r.kill("file_chosen")
@@ -128,6 +129,7 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	if err := r.crossingPhase(ctx, gate.Send, r.Profile.Send); err != nil {
+		r.dismiss(ctx) // never leave a send page behind; Escape only
 		return err
 	}
 	r.kill("send_pressed")

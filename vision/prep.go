@@ -3,25 +3,30 @@ package vision
 import (
 	"image"
 	"image/color"
+
+	xdraw "golang.org/x/image/draw"
 )
 
 // Prep is how an image is prepared for OCR. Light text on coloured buttons is read only
 // after grayscale, upscaling and, where needed, inversion and a threshold.
 type Prep struct {
 	Gray      bool
-	Scale     int   // 0 or 1: none; 2: twice the size (nearest neighbour)
+	Scale     int   // 0 or 1: none; 2: twice the size
+	Smooth    bool  // scale bilinearly (small text) rather than by nearest neighbour (text on buttons)
 	Invert    bool  // light text on a dark or coloured background
 	Threshold uint8 // 0: none; else black below, white at or above (after Invert)
 }
 
-// Apply returns the prepared image; the zero Prep returns img itself.
+// Apply returns the prepared image, at the origin; the zero Prep returns img itself.
+// Which upscaling reads better depends on the text: bilinear for small gray text
+// (nearest-neighbour blocks read "22 bytes" as "27 bytes"), nearest neighbour for light
+// text on a coloured button (bilinear blurs "Send Files" away).
 func (p Prep) Apply(img *image.RGBA) image.Image {
 	if !p.Gray && p.Scale <= 1 && !p.Invert && p.Threshold == 0 {
 		return img
 	}
-	s := max(p.Scale, 1)
 	b := img.Bounds()
-	out := image.NewGray(image.Rect(0, 0, b.Dx()*s, b.Dy()*s))
+	gray := image.NewGray(image.Rect(0, 0, b.Dx(), b.Dy()))
 	for y := 0; y < b.Dy(); y++ {
 		for x := 0; x < b.Dx(); x++ {
 			o := img.PixOffset(b.Min.X+x, b.Min.Y+y)
@@ -30,18 +35,24 @@ func (p Prep) Apply(img *image.RGBA) image.Image {
 			if p.Invert {
 				v = 255 - v
 			}
-			if p.Threshold != 0 {
-				if v < p.Threshold {
-					v = 0
-				} else {
-					v = 255
-				}
-			}
-			for dy := 0; dy < s; dy++ {
-				row := out.Pix[(y*s+dy)*out.Stride+x*s:]
-				for dx := 0; dx < s; dx++ {
-					row[dx] = v
-				}
+			gray.Pix[y*gray.Stride+x] = v
+		}
+	}
+	out := gray
+	if s := max(p.Scale, 1); s > 1 {
+		out = image.NewGray(image.Rect(0, 0, b.Dx()*s, b.Dy()*s))
+		var scaler xdraw.Scaler = xdraw.NearestNeighbor
+		if p.Smooth {
+			scaler = xdraw.BiLinear
+		}
+		scaler.Scale(out, out.Bounds(), gray, gray.Bounds(), xdraw.Src, nil)
+	}
+	if p.Threshold != 0 {
+		for i, v := range out.Pix {
+			if v < p.Threshold {
+				out.Pix[i] = 0
+			} else {
+				out.Pix[i] = 255
 			}
 		}
 	}

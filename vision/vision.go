@@ -192,13 +192,20 @@ type Anchor struct {
 // match (nil: equal).
 func FindLineSuffix(words []Word, text string, match func(got, want string) bool) (Line, bool) {
 	for _, l := range Lines(words) {
-		joined := strings.TrimRight(strings.ReplaceAll(l.Text, " ", ""), "]|)")
-		if len(joined) < len(text) {
-			continue
+		joined := strings.ReplaceAll(l.Text, " ", "")
+		// The text cursor after the last character reads as one of these, or not at all.
+		candidates := []string{joined}
+		if n := len(joined); n > 0 && strings.ContainsAny(joined[n-1:], "]|)}lI!/\\") {
+			candidates = append(candidates, joined[:n-1])
 		}
-		tail := joined[len(joined)-len(text):]
-		if tail == text || (match != nil && match(tail, text)) {
-			return l, true
+		for _, c := range candidates {
+			if len(c) < len(text) {
+				continue
+			}
+			tail := c[len(c)-len(text):]
+			if tail == text || (match != nil && match(tail, text)) {
+				return l, true
+			}
 		}
 	}
 	return Line{}, false

@@ -88,6 +88,11 @@ type environment struct {
 	lockTimeout time.Duration
 
 	log zerolog.Logger
+	// onOutcome, when set, is told a delivery's outcome (record saves its fixture).
+	onOutcome func(outcome string) error
+	// desktop, when set, opens the desktop deliver drives instead of the live X11 one
+	// (replay tests set it).
+	desktop openDesktop
 	// printed is set once a command printed its JSON object, so errors after it do not
 	// print a second one.
 	printed bool

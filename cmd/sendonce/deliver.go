@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/driver/replay"
 	"github.com/sendonce/sendonce/driver/x11"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
@@ -27,7 +28,7 @@ import (
 // deliverFlags are deliver's inputs.
 type deliverFlags struct {
 	app, to, destID, file, task, display, staging, evidenceDir string
-	lease, displayWait                                         time.Duration
+	lease, displayWait, sentItemTimeout                        time.Duration
 	dryRun                                                     bool
 }
 
@@ -44,12 +45,14 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs.DurationVar(&f.lease, "lease", store.DefaultLease, "the claim's lease")
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long to wait for another delivery on this display to finish")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "claim nothing and cross nothing: say what the gate would decide and whether the title matches")
+	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
 	return fs
 }
 
 func desktopCommands() []command {
 	return []command{
 		{"deliver", "deliver a file through a chat app, at most once, with evidence", cmdDeliver},
+		{"record", "deliver, recording the desktop into a replay fixture", cmdRecordFixture},
 	}
 }
 
@@ -59,7 +62,64 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return env.deliver(ctx, f, nil)
+	open := openDesktop(openLive)
+	if env.desktop != nil {
+		open = env.desktop
+	}
+	return env.deliver(ctx, f, open)
+}
+
+// openDesktop opens the desktop a delivery drives.
+type openDesktop func(display string) (driver.Driver, func(), error)
+
+func openLive(display string) (driver.Driver, func(), error) {
+	os.Setenv("DISPLAY", display) // screen capture reads it
+	d, err := x11.Open(display)
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	return d, d.Close, nil
+}
+
+// cmdRecordFixture delivers like deliver and records the desktop into a replay fixture: the
+// frames after every input event, the inputs, and the outcome as the expected one.
+func cmdRecordFixture(ctx context.Context, env *environment, args []string) error {
+	var f deliverFlags
+	fs := f.register(env, "record")
+	fixture := fs.String("fixture", "", "the fixture `DIR` to write (must not exist)")
+	name := fs.String("name", "", "the fixture's name")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *fixture == "" {
+		return usagef("record: --fixture DIR is required")
+	}
+	if _, err := os.Stat(*fixture); err == nil {
+		return usagef("record: %s exists; it never overwrites a fixture", *fixture)
+	}
+	var rec *replay.Recorder
+	open := func(display string) (driver.Driver, func(), error) {
+		d, closer, err := openLive(display)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rec, err = replay.NewRecorder(d, *fixture); err != nil {
+			closer()
+			return nil, nil, err
+		}
+		return rec, closer, nil
+	}
+	env.onOutcome = func(outcome string) error {
+		if rec == nil {
+			return nil
+		}
+		content, err := os.ReadFile(f.file)
+		if err != nil {
+			return err
+		}
+		return rec.Save(replay.Fixture{Name: *name, App: f.app, To: f.to, DestID: f.destID, FileName: filepath.Base(f.file), Expected: outcome}, content)
+	}
+	return env.deliver(ctx, f, open)
 }
 
 // deliveryOutput is what deliver prints.
@@ -80,8 +140,8 @@ type deliveryOutput struct {
 	Gate             string   `json:"gate,omitempty"`
 }
 
-// deliver runs one delivery. wrap, when set, wraps the live desktop (record uses it).
-func (env *environment) deliver(ctx context.Context, f deliverFlags, wrap func(driver.Driver) driver.Driver) error {
+// deliver runs one delivery on the desktop open gives.
+func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDesktop) error {
 	in, err := env.checkDeliverInput(f)
 	if err != nil {
 		return err
@@ -105,6 +165,22 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, wrap func(d
 			out.IdentityStrength = string(gate.Strong)
 		}
 	}
+
+	// The desktop and OCR are opened before the claim: a display that cannot be
+	// reached or missing language data is bad input, and nothing is claimed for it.
+	d, closeDesktop, err := open(in.display)
+	if err != nil {
+		return err
+	}
+	defer closeDesktop()
+	if f.sentItemTimeout > 0 {
+		in.profile.SentItemTimeout.Duration = f.sentItemTimeout
+	}
+	ocr, err := tesseract.New()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer ocr.Close()
 
 	s, err := env.openStore(ctx)
 	if err != nil {
@@ -156,23 +232,6 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, wrap func(d
 	}
 	out.Evidence = bundleDir
 
-	os.Setenv("DISPLAY", in.display) // screen capture reads it
-	desk, err := x11.Open(in.display)
-	if err != nil {
-		rec.Close()
-		return env.abandon(ctx, s, permit, out, usagef("%v", err))
-	}
-	defer desk.Close()
-	var d driver.Driver = desk
-	if wrap != nil {
-		d = wrap(desk)
-	}
-	ocr, err := tesseract.New()
-	if err != nil {
-		rec.Close()
-		return env.abandon(ctx, s, permit, out, usagef("%v", err))
-	}
-	defer ocr.Close()
 
 	lease, err := env.waitForDisplay(ctx, s, in.display, task, f.displayWait)
 	if err != nil {
@@ -223,6 +282,11 @@ func (env *environment) finish(ctx context.Context, s *store.Store, permit *stor
 		env.log.Warn().Err(err).Msg("sealing the evidence bundle")
 	}
 	out.Outcome, out.Reasons = string(got), c.Reasons
+	if env.onOutcome != nil {
+		if err := env.onOutcome(out.Outcome); err != nil {
+			env.log.Warn().Err(err).Msg("saving the fixture")
+		}
+	}
 	env.printDelivery(out)
 	if rerr != nil && got != c.Outcome {
 		return exitError{outcomeExit(got), rerr}
