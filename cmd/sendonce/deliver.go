@@ -232,7 +232,6 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDe
 	}
 	out.Evidence = bundleDir
 
-
 	lease, err := env.waitForDisplay(ctx, s, in.display, task, f.displayWait)
 	if err != nil {
 		rec.Close()
