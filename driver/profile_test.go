@@ -50,7 +50,7 @@ func TestRegionIn(t *testing.T) {
 	if got := (Region{X: 480, Y: 24, W: -20, H: 58}).In(w); got != rect(480, 43, 1260, 101) {
 		t.Errorf("header region %v", got)
 	}
-	if got := (Region{X: 425, Y: 88, W: -5, H: -45}).In(w); got != rect(425, 107, 1275, 755) {
+	if got := (Region{X: 425, Y: 88, W: 520, H: -45}).In(w); got != rect(425, 107, 945, 755) {
 		t.Errorf("chat region %v", got)
 	}
 	if got := (Region{X: -100, Y: -50, W: 50, H: 20}).In(w); got != rect(1180, 750, 1230, 770) {

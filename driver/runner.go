@@ -344,7 +344,7 @@ func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
 	if err != nil {
 		status = "failed: " + err.Error()
 	}
-	r.progress("%-28s %-10s %s (%.1fs)", s.Name, s.Class, status, time.Since(start).Seconds())
+	r.progress("%-10s %-32s %s (%.1fs)", s.Class, s.Name, status, time.Since(start).Seconds())
 	return err
 }
 
@@ -573,10 +573,10 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 		return err
 	}
 	if got != r.Vars.Title {
-		r.progress("%-28s %-10s the title reads %q, not %q: stopping before any boundary", "read the title", "safe", got, r.Vars.Title)
+		r.progress("%-10s %-32s the title reads %q, not %q: stopping before any boundary", "safe", "read the title", got, r.Vars.Title)
 		return fmt.Errorf("%w: the conversation's visible title reads %q, not exactly %q", ErrStopped, got, r.Vars.Title)
 	}
-	r.progress("%-28s %-10s %q ok", "read the title", "safe", got)
+	r.progress("%-10s %-32s %q ok", "safe", "read the title", got)
 	return nil
 }
 
@@ -679,7 +679,7 @@ func (r *Runner) checkSendPage(ctx context.Context) error {
 	if !evidence.SizeMatches(items[0].Size, r.Vars.Size) {
 		return fmt.Errorf("the send page shows %s with size %q, not %d bytes: not sending", r.Vars.FileName, items[0].Size, r.Vars.Size)
 	}
-	r.progress("%-28s %-10s %s %s ok", "check the send page", "safe", items[0].Name, items[0].Size)
+	r.progress("%-10s %-32s %s %s ok", "safe", "check the send page", items[0].Name, items[0].Size)
 	return nil
 }
 
@@ -722,7 +722,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 	}
 	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for the sent item", After: h, OCR: ocrWords(h, region, look.Words),
 		Observed: &evidence.Observation{What: "sent_items", Phase: "after_send", DispatchID: r.dispatchID(), Title: r.Vars.Title, Items: items, SizesShown: r.Profile.SizesShown}})
-	r.progress("%-28s %-10s %d item(s) named %s, %d before (%.1fs)", "look for the sent item", "safe", len(items), r.Vars.FileName, len(before), time.Since(start).Seconds())
+	r.progress("%-10s %-32s %d item(s) named %s, %d before (%.1fs)", "safe", "look for the sent item", len(items), r.Vars.FileName, len(before), time.Since(start).Seconds())
 	return err
 }
 
