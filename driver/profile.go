@@ -98,16 +98,19 @@ type Step struct {
 	// Crosses names the boundary a may_submit or submit step crosses.
 	Crosses string `json:"crosses,omitempty"`
 
-	Keys    string       `json:"keys,omitempty"`   // key
-	Text    string       `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{title}})
-	Window  string       `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window: a title prefix
-	Region  *Region      `json:"region,omitempty"` // where to look; the whole window when absent
-	Prep    vision.Prep  `json:"prep"`
-	Mode    string       `json:"mode,omitempty"`
-	Exact   bool         `json:"exact,omitempty"`
-	Timeout Duration     `json:"timeout,omitempty"`
-	Offset  *image.Point `json:"offset,omitempty"` // click_offset: from the window's top-left (negative: from the right/bottom)
-	Repeat  int          `json:"repeat,omitempty"` // escape_window, escape_text: at most this many Escapes
+	Keys   string      `json:"keys,omitempty"`   // key
+	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{title}})
+	Window string      `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window: a title prefix
+	Region *Region     `json:"region,omitempty"` // where to look; the whole window when absent
+	Prep   vision.Prep `json:"prep"`
+	// AltPreps are tried in turn when Prep does not find the text (OCR of light text on
+	// a coloured button depends on the scale).
+	AltPreps []vision.Prep `json:"alt_preps,omitempty"`
+	Mode     string        `json:"mode,omitempty"`
+	Exact    bool          `json:"exact,omitempty"`
+	Timeout  Duration      `json:"timeout,omitempty"`
+	Offset   *image.Point  `json:"offset,omitempty"` // click_offset: from the window's top-left (negative: from the right/bottom)
+	Repeat   int           `json:"repeat,omitempty"` // escape_window, escape_text: at most this many Escapes
 	// Confusable matches words the way file names are matched: OCR's 1/l and 0/O
 	// confusions folded (never for a destination's title, which must match exactly).
 	Confusable bool `json:"confusable,omitempty"`

@@ -386,7 +386,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		if err != nil {
 			return err
 		}
-		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
+		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
 		found, err := r.Reader.WaitStable(ctx, region, anchor, r.timeout(s))
 		if found.Look.Frame != nil {
 			if h, ferr := r.Rec.Frame(found.Look.Frame); ferr == nil {
@@ -546,25 +546,33 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 }
 
 // checkTitle reads the conversation's visible title and stops unless it is exactly the
-// expected one.
+// expected one. The header can lag the conversation switch (a blank frame, the previous
+// conversation): it reads until the title is the expected one twice in a row, or until
+// the deadline, and then judges the last reading.
 func (r *Runner) checkTitle(ctx context.Context) error {
 	t := r.Profile.Title
 	region := t.Region.In(r.window.Bounds)
 	var got string
 	var look vision.Look
-	// The header can lag the conversation switch: read until two reads agree.
-	for i := 0; i < 8; i++ {
+	deadline := time.Now().Add(4 * time.Second)
+	for agreed := 0; agreed < 2; {
 		l, err := r.Reader.Read(ctx, region, t.Prep, t.OCRMode())
 		if err != nil {
 			return err
 		}
 		text := lineText(l.Words)
-		if text == got && text != "" {
-			look = l
-			break
+		if text == r.Vars.Title {
+			agreed++
+		} else {
+			agreed = 0
 		}
 		got, look = text, l
-		sleep(ctx, 150*time.Millisecond)
+		if agreed < 2 && time.Now().After(deadline) {
+			break
+		}
+		if agreed < 2 {
+			sleep(ctx, 150*time.Millisecond)
+		}
 	}
 	h, _ := r.Rec.Frame(look.Frame)
 	rec := evidence.Record{Kind: evidence.KindObserve, Intent: "read the conversation title", After: h, OCR: ocrWords(h, region, look.Words),
@@ -632,13 +640,15 @@ func sizeBelow(lines []vision.Line, name vision.Line) string {
 }
 
 // nameIn finds the file name in a line of OCR text, as read (OCR may confuse 1 and l,
-// 0 and O): the run of words that matches it.
+// 0 and O, and split a word at a ligature): the run of words that matches it.
 func nameIn(line, name string) (string, bool) {
 	words, want := strings.Fields(line), len(strings.Fields(name))
-	for i := 0; i+want <= len(words); i++ {
-		got := strings.Join(words[i:i+want], " ")
-		if evidence.NameMatches(got, name) {
-			return got, true
+	for n := want; n <= want+2; n++ {
+		for i := 0; i+n <= len(words); i++ {
+			got := strings.Join(words[i:i+n], " ")
+			if evidence.NameMatches(got, name) {
+				return got, true
+			}
 		}
 	}
 	return "", false

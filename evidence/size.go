@@ -83,6 +83,10 @@ func NameMatches(read, expected string) bool {
 }
 
 func foldConfusables(s string) string {
+	// Fonts draw "fi" and "fl" as ligatures, which OCR reads as "fhi", "h" or splits
+	// with a space; spaces inside a name are OCR's, never the font's, for this purpose.
+	s = strings.NewReplacer(" ", "", "\ufb01", "fi", "\ufb02", "fl", "fhi", "fi", "fhl", "fl").Replace(s)
+	s = strings.NewReplacer("fi", "hi", "fl", "hl").Replace(s) // the ligature also reads as "hi" alone
 	s = strings.ReplaceAll(s, "rn", "m")
 	return strings.Map(func(r rune) rune {
 		switch r {

@@ -180,12 +180,29 @@ type Anchor struct {
 	Text  string
 	Exact bool
 	Prep  Prep
-	Mode  Mode
+	// AltPreps are tried in turn, on the same capture, when Prep does not find the text.
+	AltPreps []Prep
+	Mode     Mode
 	// Match compares a word read with a word wanted; nil means equal.
 	Match func(got, want string) bool
 	// LineSuffix finds a line whose text, spaces removed, ends with Text (a path in a
 	// location field: OCR splits it into words anywhere). A trailing text cursor is ignored.
 	LineSuffix bool
+}
+
+// find looks for the anchor in words.
+func (a Anchor) find(words []Word) (image.Rectangle, []Word, bool) {
+	switch {
+	case a.LineSuffix:
+		l, ok := FindLineSuffix(words, a.Text, a.Match)
+		return l.Box, l.Words, ok
+	case a.Exact:
+		l, ok := FindLine(words, a.Text)
+		return l.Box, l.Words, ok
+	case a.Match != nil:
+		return FindPhraseFunc(words, a.Text, a.Match)
+	}
+	return FindPhrase(words, a.Text)
 }
 
 // FindLineSuffix finds a line whose text without spaces ends with text, compared by
@@ -231,31 +248,28 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 	var last Found
 	var prev *image.Rectangle
 	for n := 1; ; n++ {
-		look, err := rd.Read(ctx, r, a.Prep, a.Mode)
+		frame, err := rd.Screen.Capture(ctx, r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return last, fmt.Errorf("%w: %q within %v", ErrNotFound, a.Text, timeout)
 			}
-			return last, err
+			return last, fmt.Errorf("capturing %v: %w", r, err)
 		}
-		last = Found{Look: look, Looks: n}
 		var box image.Rectangle
 		var ws []Word
 		ok := false
-		if a.Exact || a.LineSuffix {
-			var l Line
-			if a.LineSuffix {
-				l, ok = FindLineSuffix(look.Words, a.Text, a.Match)
-			} else {
-				l, ok = FindLine(look.Words, a.Text)
+		for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
+			look, err := rd.ReadFrame(ctx, frame, r, prep, a.Mode)
+			if err != nil {
+				if ctx.Err() != nil {
+					return last, fmt.Errorf("%w: %q within %v", ErrNotFound, a.Text, timeout)
+				}
+				return last, err
 			}
-			if ok {
-				box, ws = l.Box, l.Words
+			last = Found{Look: look, Looks: n}
+			if box, ws, ok = a.find(look.Words); ok {
+				break
 			}
-		} else if a.Match != nil {
-			box, ws, ok = FindPhraseFunc(look.Words, a.Text, a.Match)
-		} else {
-			box, ws, ok = FindPhrase(look.Words, a.Text)
 		}
 		if ok {
 			last.Box, last.Words = box, ws
