@@ -377,3 +377,31 @@ func Authorize(in Intent, next int, now time.Time) (Intent, *Refusal) {
 	in.Revision = next
 	return in, nil
 }
+
+// Resolve settles an attempt whose result was unknown with the provider's evidence
+// bound to its dispatch: the delivery is confirmed and its acceptance judged (accepted:
+// the right bytes at the right recipient; rejected: otherwise). Only an unknown attempt
+// can be resolved: one that recorded send_status_unknown, or crossed and let its lease
+// expire. Never while its lease is live (the executor may still report), never one that
+// crossed nothing, and a provider's "nothing found" never resolves anything.
+func Resolve(a Attempt, acc Acceptance, now time.Time) (Attempt, Outcome, *Refusal) {
+	o, _ := a.Axes.Outcome()
+	switch {
+	case a.Recorded && o != SendStatusUnknown:
+		return a, "", refuse(ErrConsumed, Status(o), "attempt %s already recorded %s; only an unknown result can be resolved", a.DispatchID, o)
+	case !a.Recorded && !a.HasCrossed():
+		return a, "", refuse(ErrInvalid, StatusFree, "attempt %s crossed nothing: there is nothing to resolve", a.DispatchID)
+	case !a.Recorded && a.Live(now):
+		return a, "", refuse(ErrHeld, StatusHeld, "attempt %s (task %s) holds a live lease until %s: it may still report its outcome", a.DispatchID, a.Task, a.LeaseExpires.UTC().Format(time.RFC3339Nano))
+	}
+	axes, err := AxesFor(SendStatusUnknown).Confirm()
+	if err == nil {
+		axes, err = axes.Judge(acc)
+	}
+	if err != nil {
+		return a, "", refuse(ErrInvalid, StatusSendStatusUnknown, "%v", err)
+	}
+	a.Recorded, a.Axes = true, axes
+	o, _ = axes.Outcome()
+	return a, o, nil
+}

@@ -283,3 +283,25 @@ func TestNamedRules(t *testing.T) {
 		}
 	})
 }
+
+func TestResolve(t *testing.T) {
+	later := t0.Add(lease + time.Minute)
+	crossedExpired := *claimed("A", 1, Send).Latest
+	a, o, r := Resolve(crossedExpired, AcceptanceAccepted, later)
+	wantKind(t, "crossed, expired, accepted", r, nil)
+	if o != SentVerified || !a.Recorded {
+		t.Fatalf("resolved %s", o)
+	}
+	recordedUnknown := *recorded(claimed("A", 1, ChooseFile), SendStatusUnknown).Latest
+	if _, o, r := Resolve(recordedUnknown, AcceptanceRejected, t0); r != nil || o != SentRejected {
+		t.Fatalf("recorded unknown, rejected: %s %v", o, r)
+	}
+	_, _, r = Resolve(*claimed("A", 1, Send).Latest, AcceptanceAccepted, t0.Add(time.Second))
+	wantKind(t, "live lease", r, ErrHeld)
+	_, _, r = Resolve(*claimed("A", 1).Latest, AcceptanceAccepted, later)
+	wantKind(t, "nothing crossed", r, ErrInvalid)
+	_, _, r = Resolve(*recorded(claimed("A", 1, Send), SentVerified).Latest, AcceptanceRejected, later)
+	wantKind(t, "already verified", r, ErrConsumed)
+	_, _, r = Resolve(crossedExpired, AcceptancePending, later)
+	wantKind(t, "no judgement", r, ErrInvalid)
+}

@@ -56,6 +56,13 @@ type Tx interface {
 	// Authorizer returns the public key registered under name, or nil if none is.
 	Authorizer(name string) (ed25519.PublicKey, error)
 
+	// ObjectDispatch returns the dispatch a provider object is bound to, or "".
+	ObjectDispatch(objectID string) (string, error)
+	// BindObject binds a provider object to a dispatch; one object, one dispatch.
+	BindObject(objectID, dispatchID string, at time.Time) error
+	// ResolveOutcome replaces an unknown attempt's axes with the resolved ones.
+	ResolveOutcome(token uint64, axes gate.Axes, at time.Time) error
+
 	// DisplayLease returns the lease on a display, or nil if there never was one.
 	DisplayLease(display string) (*DisplayRecord, error)
 	SetDisplayLease(d DisplayRecord) error
@@ -76,6 +83,7 @@ type KeyRecord struct {
 // AttemptRecord is an attempt as status and show print it.
 type AttemptRecord struct {
 	gate.Attempt
+	IntentID   int64
 	ClaimedAt  time.Time
 	EndedAt    time.Time // zero until an outcome is recorded
 	Evidence   string    // the evidence bundle the executor reported
@@ -112,6 +120,9 @@ const (
 	EventAuthorized       EventKind = "authorized"
 	EventAuthorizeRefused EventKind = "authorize_refused"
 	EventAuthorizerAdded  EventKind = "authorizer_added"
+	EventResolved         EventKind = "resolved"
+	EventResolveRefused   EventKind = "resolve_refused"
+	EventProviderAbsent   EventKind = "provider_absent"
 )
 
 // Event is one line of an intent's append-only log.

@@ -620,7 +620,10 @@ type IntentReport struct {
 	Keys     []KeyRecord
 	Attempts []AttemptRecord
 	Events   []Event // filled by Show only
-	AsOf     time.Time
+	// Notes are facts a person deciding what next should see: the provider reported no
+	// such message as of a time.
+	Notes []string
+	AsOf  time.Time
 }
 
 // Latest is the intent's latest attempt, or nil.
@@ -670,10 +673,13 @@ func (s *Store) report(ctx context.Context, keys []gate.Key, events bool) ([]Int
 			if r.Attempts, err = tx.Attempts(id); err != nil {
 				return err
 			}
+			evs, err := tx.Events(id)
+			if err != nil {
+				return err
+			}
+			r.Notes = notes(evs, r.Latest())
 			if events {
-				if r.Events, err = tx.Events(id); err != nil {
-					return err
-				}
+				r.Events = evs
 			}
 			out = append(out, r)
 		}
@@ -692,4 +698,22 @@ func (s *Store) AttemptByDispatch(ctx context.Context, dispatchID string) (*Atte
 		return err
 	})
 	return a, err
+}
+
+// notes are the provider's reports of absence for the latest attempt.
+func notes(evs []Event, latest *AttemptRecord) []string {
+	var out []string
+	if latest == nil {
+		return nil
+	}
+	for _, e := range evs {
+		if e.Kind == EventProviderAbsent && e.DispatchID == latest.DispatchID {
+			kind := "not authoritative"
+			if e.Detail["authoritative"] == "true" {
+				kind = "authoritative"
+			}
+			out = append(out, fmt.Sprintf("the provider (%s) reports no such message as of %s (%s); a person may authorize a redelivery", e.Detail["provider"], e.Detail["as_of"], kind))
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/sqlite"
@@ -98,6 +99,9 @@ type environment struct {
 	printed bool
 }
 
+// openDesktop opens the desktop a delivery drives.
+type openDesktop func(display string) (driver.Driver, func(), error)
+
 // command is one subcommand: its name, a one-line summary, and its body.
 type command struct {
 	name    string
@@ -114,6 +118,7 @@ func commands() []command {
 		{"gate renew", "extend a live lease", cmdRenew},
 		{"gate record", "record an attempt's outcome", cmdRecord},
 		{"gate authorize", "open a deliberate redelivery with a signed authorization", cmdAuthorize},
+		{"gate resolve", "settle an unknown attempt with provider evidence bound to its dispatch", cmdResolve},
 		{"authorizer add", "register a person's ed25519 public key", cmdAuthorizerAdd},
 		{"authorizer keygen", "make an ed25519 key pair for a person", cmdAuthorizerKeygen},
 		{"authorizer sign", "sign an authorization for one redelivery", cmdAuthorizerSign},

@@ -69,9 +69,6 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	return env.deliver(ctx, f, open)
 }
 
-// openDesktop opens the desktop a delivery drives.
-type openDesktop func(display string) (driver.Driver, func(), error)
-
 func openLive(display string) (driver.Driver, func(), error) {
 	os.Setenv("DISPLAY", display) // screen capture reads it
 	d, err := x11.Open(display)

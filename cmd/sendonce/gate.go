@@ -376,3 +376,43 @@ func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
 	env.log.Info().Str("key", k.String()).Int("revision", a.Revision).Str("authorizer", a.Signer).Msg("redelivery authorized")
 	return nil
 }
+
+func cmdResolve(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("gate resolve", "--dispatch ID --provider NAME --object ID --sha256 HEX [--recipient NS:ID] [--link URL]")
+	var req store.ResolveRequest
+	fs.StringVar(&req.DispatchID, "dispatch", "", "the unknown attempt's dispatch `ID`")
+	fs.StringVar(&req.Provider, "provider", "", "the provider that holds the object, e.g. xmpp")
+	fs.StringVar(&req.ObjectID, "object", "", "the provider's `ID` for the object (XMPP: the archive's stanza-id)")
+	fs.StringVar(&req.SHA256, "sha256", "", "the SHA-256 of the bytes the provider holds")
+	fs.StringVar(&req.Recipient, "recipient", "", "who the provider delivered it to, `NS:ID`")
+	fs.StringVar(&req.Link, "link", "", "where the provider holds the bytes")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if req.DispatchID == "" || req.Provider == "" || req.ObjectID == "" || req.SHA256 == "" {
+		return usagef("gate resolve: --dispatch, --provider, --object and --sha256 are required: only provider evidence resolves an unknown attempt")
+	}
+	if _, err := gate.ParseDigest(req.SHA256); err != nil {
+		return err
+	}
+	if req.Recipient != "" {
+		id, err := gate.ProviderID(req.Recipient)
+		if err != nil {
+			return fmt.Errorf("--recipient: %w", err)
+		}
+		req.Recipient = id.String()
+	}
+	s, err := env.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	o, err := s.Resolve(ctx, req)
+	if err != nil {
+		return err
+	}
+	env.print(map[string]any{"decision": "resolved", "dispatch_id": req.DispatchID, "outcome": o, "object_id": req.ObjectID}, func(w io.Writer) {
+		fmt.Fprintf(w, "resolved: dispatch %s is %s (provider object %s)\n", req.DispatchID, o, req.ObjectID)
+	})
+	return nil
+}

@@ -69,6 +69,9 @@ func intentJSON(r store.IntentReport) map[string]any {
 	if r.Events != nil {
 		out["events"] = r.Events
 	}
+	if len(r.Notes) > 0 {
+		out["notes"] = r.Notes
+	}
 	return out
 }
 
@@ -204,6 +207,9 @@ func writeIntent(w io.Writer, r store.IntentReport) {
 	}
 	if r.Revision > 0 {
 		fmt.Fprintf(w, "revision: %d\n", r.Revision)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	for _, a := range r.Attempts {
 		o := "no outcome"

@@ -120,7 +120,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -187,6 +187,12 @@ CREATE TABLE display_leases (
 	token            INTEGER NOT NULL,
 	lease_expires_at INTEGER NOT NULL,
 	released         INTEGER NOT NULL DEFAULT 0
+);
+`, `
+CREATE TABLE provider_objects (
+	object_id   TEXT PRIMARY KEY,
+	dispatch_id TEXT NOT NULL,
+	bound_at    INTEGER NOT NULL
 );
 `}
 }
@@ -409,7 +415,7 @@ func (t *sqlTx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, 
 
 // queryAttempts reads attempts and their crossings.
 func (t *sqlTx) queryAttempts(where string, args ...any) ([]store.AttemptRecord, error) {
-	q := `SELECT token, revision, task, dispatch_id, claimed_at, lease_expires_at,
+	q := `SELECT token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at,
 		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head
 		FROM attempts WHERE ` + where
 	rows, err := t.tx.Query(q, args...)
@@ -421,7 +427,7 @@ func (t *sqlTx) queryAttempts(where string, args ...any) ([]store.AttemptRecord,
 		var a store.AttemptRecord
 		var claimed, lease, ended int64
 		var delivery, acceptance string
-		if err := rows.Scan(&a.Token, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead); err != nil {
+		if err := rows.Scan(&a.Token, &a.IntentID, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -551,4 +557,23 @@ func (t *sqlTx) SetDisplayLease(d store.DisplayRecord) error {
 		ON CONFLICT (display) DO UPDATE SET task = excluded.task, token = excluded.token, lease_expires_at = excluded.lease_expires_at, released = excluded.released`,
 		d.Display, d.Task, d.Token, nanos(d.LeaseExpires), released)
 	return err
+}
+
+func (t *sqlTx) ObjectDispatch(objectID string) (string, error) {
+	var d string
+	err := t.tx.QueryRow("SELECT dispatch_id FROM provider_objects WHERE object_id = ?", objectID).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return d, err
+}
+
+func (t *sqlTx) BindObject(objectID, dispatchID string, at time.Time) error {
+	_, err := t.tx.Exec("INSERT INTO provider_objects (object_id, dispatch_id, bound_at) VALUES (?, ?, ?)", objectID, dispatchID, nanos(at))
+	return err
+}
+
+func (t *sqlTx) ResolveOutcome(token uint64, axes gate.Axes, at time.Time) error {
+	return t.exactlyOne(`UPDATE attempts SET delivery = ?, acceptance = ?, ended_at = COALESCE(ended_at, ?) WHERE token = ?`,
+		string(axes.Delivery), string(axes.Acceptance), nanos(at), token)
 }

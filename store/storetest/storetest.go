@@ -61,6 +61,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"PassIsOneUse", testPassIsOneUse},
 		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
 		{"DisplayLease", testDisplayLease},
+		{"ResolveWithProviderEvidence", testResolve},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -582,4 +583,61 @@ func testDisplayLease(t *testing.T, s *store.Store, c *Clock) {
 	wantErr(t, "check after release", s.CheckDisplay(ctx, b), gate.ErrStale)
 	_, err = s.AcquireDisplay(ctx, ":9", "C", lease)
 	wantErr(t, "acquire after release", err, nil)
+}
+
+func testResolve(t *testing.T, s *store.Store, c *Clock) {
+	k := destKey(t, "xmpp:bob@localhost", "report")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, a, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	req := store.ResolveRequest{DispatchID: a.DispatchID(), Provider: "xmpp", ObjectID: "stanza-1", SHA256: k.Digest().String(), Recipient: "xmpp:bob@localhost"}
+	_, err := s.Resolve(ctx, req)
+	wantErr(t, "resolve while the lease lives", err, gate.ErrHeld)
+	c.Advance(lease + time.Second)
+	wantStatus(t, s, gate.StatusSendStatusUnknown, k)
+	wantErr(t, "note absence", s.NoteAbsence(ctx, a.DispatchID(), "xmpp", true, c.Now(), "MAM complete, nothing"), nil)
+	rs, _ := s.Status(ctx, []gate.Key{k})
+	if rs[0].Status != gate.StatusSendStatusUnknown || len(rs[0].Notes) != 1 {
+		t.Fatalf("after an absence: %s %v; want still unknown, with a note", rs[0].Status, rs[0].Notes)
+	}
+	_, err = claim(t, s, "B", k)
+	wantErr(t, "an absence frees nothing", err, gate.ErrConsumed)
+	got, err := s.Resolve(ctx, req)
+	wantErr(t, "resolve", err, nil)
+	if got != gate.SentVerified {
+		t.Fatalf("resolved %s", got)
+	}
+	wantStatus(t, s, gate.StatusSentVerified, k)
+	_, err = s.Resolve(ctx, req)
+	wantErr(t, "resolve twice", err, gate.ErrConsumed)
+
+	// The same provider object cannot prove a second dispatch.
+	k2 := destKey(t, "xmpp:bob@localhost", "other")
+	b := mustClaim(t, s, "B", k2)
+	s.Cross(ctx, b, gate.Send, "")
+	s.Record(ctx, b, store.RecordRequest{Outcome: gate.SendStatusUnknown})
+	_, err = s.Resolve(ctx, store.ResolveRequest{DispatchID: b.DispatchID(), Provider: "xmpp", ObjectID: "stanza-1", SHA256: k2.Digest().String()})
+	wantErr(t, "object bound to another dispatch", err, gate.ErrInvalid)
+	// Other bytes: rejected.
+	got, err = s.Resolve(ctx, store.ResolveRequest{DispatchID: b.DispatchID(), Provider: "xmpp", ObjectID: "stanza-2", SHA256: k.Digest().String(), Recipient: "xmpp:bob@localhost"})
+	wantErr(t, "other bytes", err, nil)
+	if got != gate.SentRejected {
+		t.Fatalf("other bytes resolved %s", got)
+	}
+	// Another recipient: rejected.
+	k3 := destKey(t, "xmpp:bob@localhost", "third")
+	c3 := mustClaim(t, s, "C", k3)
+	s.Cross(ctx, c3, gate.Send, "")
+	s.Record(ctx, c3, store.RecordRequest{Outcome: gate.SendStatusUnknown})
+	got, _ = s.Resolve(ctx, store.ResolveRequest{DispatchID: c3.DispatchID(), Provider: "xmpp", ObjectID: "stanza-3", SHA256: k3.Digest().String(), Recipient: "xmpp:eve@localhost"})
+	if got != gate.SentRejected {
+		t.Fatalf("another recipient resolved %s", got)
+	}
+	// Nothing crossed: nothing to resolve.
+	k4 := destKey(t, "xmpp:bob@localhost", "fourth")
+	d := mustClaim(t, s, "D", k4)
+	c.Advance(lease + time.Second)
+	_, err = s.Resolve(ctx, store.ResolveRequest{DispatchID: d.DispatchID(), Provider: "xmpp", ObjectID: "stanza-4", SHA256: k4.Digest().String()})
+	wantErr(t, "nothing crossed", err, gate.ErrInvalid)
 }

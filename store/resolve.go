@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+)
+
+// ResolveRequest is a provider's evidence for one unknown attempt.
+type ResolveRequest struct {
+	DispatchID string
+	Provider   string // e.g. "xmpp"
+	ObjectID   string // the provider's id for the object that is this dispatch
+	SHA256     string // of the bytes the provider holds
+	Recipient  string // canonical identity the provider delivered to
+	Link       string
+}
+
+// Resolve settles an unknown attempt with provider evidence bound to its dispatch: the
+// object must not be bound to another dispatch (one object, one dispatch), and the
+// attempt is sent_verified when the provider holds the key's exact bytes at one of the
+// key's destinations, sent_rejected otherwise. A refusal is logged like every decision.
+func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, error) {
+	if req.DispatchID == "" || req.ObjectID == "" || req.Provider == "" {
+		return "", fmt.Errorf("%w: resolving needs a dispatch id and the provider's object id", gate.ErrInvalid)
+	}
+	var got gate.Outcome
+	var refusal *gate.Refusal
+	err := s.update(ctx, func(tx Tx) error {
+		got, refusal = "", nil
+		a, err := tx.AttemptByDispatch(req.DispatchID)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			return fmt.Errorf("%w: no attempt has dispatch id %s", gate.ErrInvalid, req.DispatchID)
+		}
+		now := tx.Now()
+		d := map[string]string{"provider": req.Provider, "object_id": req.ObjectID, "sha256": req.SHA256, "recipient": req.Recipient, "link": req.Link}
+		e := Event{At: now, Intent: a.IntentID, Task: a.Task, Token: a.Token, DispatchID: a.DispatchID, Revision: a.Revision, Detail: d}
+		bound, err := tx.ObjectDispatch(req.ObjectID)
+		if err != nil {
+			return err
+		}
+		if bound != "" && bound != req.DispatchID {
+			return fmt.Errorf("%w: %s object %s is already bound to dispatch %s: it is not proof for %s", gate.ErrInvalid, req.Provider, req.ObjectID, bound, req.DispatchID)
+		}
+		keys, err := tx.KeysOf(a.IntentID)
+		if err != nil {
+			return err
+		}
+		acc, why := judge(keys, req)
+		next, o, r := gate.Resolve(a.Attempt, acc, now)
+		if r != nil {
+			refusal = r
+			d["reason"] = r.Reason
+			e.Kind = EventResolveRefused
+			return tx.Append(e)
+		}
+		if bound == "" {
+			if err := tx.BindObject(req.ObjectID, req.DispatchID, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.ResolveOutcome(a.Token, next.Axes, now); err != nil {
+			return err
+		}
+		got = o
+		d["outcome"], d["reason"] = string(o), why
+		e.Kind = EventResolved
+		return tx.Append(e)
+	})
+	if err != nil {
+		return "", err
+	}
+	if refusal != nil {
+		return "", refusal
+	}
+	return got, nil
+}
+
+// judge decides acceptance: the key's exact bytes at one of the key's destinations.
+func judge(keys []KeyRecord, req ResolveRequest) (gate.Acceptance, string) {
+	sameBytes, sameRecipient := false, req.Recipient == ""
+	for _, kr := range keys {
+		k, err := gate.ParseKey(kr.Key)
+		if err != nil {
+			continue
+		}
+		if k.Digest().String() == req.SHA256 {
+			sameBytes = true
+		}
+		if k.Identity().Strength() == gate.Strong && k.Identity().String() == req.Recipient {
+			sameRecipient = true
+		}
+	}
+	switch {
+	case !sameBytes:
+		return gate.AcceptanceRejected, fmt.Sprintf("the provider holds other bytes (SHA-256 %.12s…) for this dispatch", req.SHA256)
+	case !sameRecipient:
+		return gate.AcceptanceRejected, fmt.Sprintf("the provider delivered this dispatch to %s, not to the key's destination", req.Recipient)
+	}
+	return gate.AcceptanceAccepted, "the provider holds this dispatch's exact bytes at the key's destination"
+}
+
+// NoteAbsence records that the provider reported no such object for an attempt, as of
+// a time. It changes nothing: an absence never frees a key by itself (the client may
+// still be uploading); it is there for a person deciding on a deliberate redelivery.
+func (s *Store) NoteAbsence(ctx context.Context, dispatchID, provider string, authoritative bool, asOf time.Time, detail string) error {
+	return s.update(ctx, func(tx Tx) error {
+		a, err := tx.AttemptByDispatch(dispatchID)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			return fmt.Errorf("%w: no attempt has dispatch id %s", gate.ErrInvalid, dispatchID)
+		}
+		return tx.Append(Event{At: tx.Now(), Intent: a.IntentID, Kind: EventProviderAbsent, Task: a.Task, Token: a.Token, DispatchID: dispatchID, Revision: a.Revision,
+			Detail: map[string]string{"provider": provider, "authoritative": fmt.Sprint(authoritative), "as_of": formatTime(asOf), "detail": detail}})
+	})
+}
