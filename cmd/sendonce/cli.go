@@ -126,6 +126,8 @@ func commands() []command {
 		{"evidence report", "write a bundle as one self-contained HTML page", cmdEvidenceReport},
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
+		{"scenarios run", "run the policy scenario suite (replayed deliveries, real processes)", cmdScenarios},
+		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
 	}...)

@@ -20,6 +20,8 @@ import (
 	"github.com/sendonce/sendonce/driver/x11"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/provider"
+	"github.com/sendonce/sendonce/provider/xmpp"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/vision"
 	"github.com/sendonce/sendonce/vision/tesseract"
@@ -28,6 +30,7 @@ import (
 // deliverFlags are deliver's inputs.
 type deliverFlags struct {
 	app, to, destID, file, task, display, staging, evidenceDir string
+	providerConfig, replay                                     string
 	lease, displayWait, sentItemTimeout                        time.Duration
 	dryRun                                                     bool
 }
@@ -46,6 +49,8 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long to wait for another delivery on this display to finish")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "claim nothing and cross nothing: say what the gate would decide and whether the title matches")
 	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
+	fs.StringVar(&f.replay, "replay", "", "testing: drive a recorded fixture `DIR` instead of the live desktop (no X server)")
+	fs.StringVar(&f.providerConfig, "provider-config", "", "with --dest-id xmpp:..., ask the XMPP server after the send; the account `FILE` (or SENDONCE_XMPP_JID/PASSWORD/ADDR)")
 	return fs
 }
 
@@ -63,8 +68,23 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	open := openDesktop(openLive)
-	if env.desktop != nil {
+	switch {
+	case env.desktop != nil:
 		open = env.desktop
+	case f.replay != "":
+		open = func(string) (driver.Driver, func(), error) {
+			d, err := replay.New(f.replay)
+			if err != nil {
+				return nil, nil, usagef("--replay: %v", err)
+			}
+			return d, func() {}, nil
+		}
+		if f.display == "" {
+			f.display = ":replay"
+		}
+		if f.sentItemTimeout == 0 {
+			f.sentItemTimeout = 2 * time.Second
+		}
 	}
 	return env.deliver(ctx, f, open)
 }
@@ -229,7 +249,7 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDe
 	}
 	out.Evidence = bundleDir
 
-	lease, err := env.waitForDisplay(ctx, s, in.display, task, f.displayWait)
+	lease, err := env.waitForDisplay(ctx, s, in.display, task, f.lease, f.displayWait)
 	if err != nil {
 		rec.Close()
 		return env.abandon(ctx, s, permit, out, err)
@@ -248,16 +268,121 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDe
 	if f.dryRun {
 		return env.dryRun(ctx, runner, rec, out)
 	}
-	if _, err := runner.Deliver(ctx); err != nil {
+	claimedAt := time.Now()
+	runCtx, stopRenewing := context.WithCancel(ctx)
+	renewed := env.keepLeases(runCtx, stopRenewing, s, permit, lease, f.lease)
+	res, err := runner.Deliver(runCtx)
+	stopRenewing()
+	<-renewed
+	if err != nil {
 		env.log.Warn().Err(err).Msg("delivery stopped")
 		out.Stopped = err.Error()
 	}
-	return env.finish(ctx, s, permit, rec, out)
+	objectID := ""
+	if res.Crossed && env.providerWanted(f) {
+		objectID = env.askProvider(ctx, s, f, rec, provider.Dispatch{DispatchID: permit.DispatchID(), Destination: keys[0].Identity().String(),
+			FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: claimedAt.Add(-time.Minute), Until: time.Now().Add(time.Minute)})
+	}
+	return env.finish(ctx, s, permit, rec, out, objectID)
+}
+
+// keepLeases renews the key's and the display's leases every third of the lease while
+// the delivery runs. A worker that is paused (or whose renewal is refused) stops
+// renewing, its leases expire, another task may take over, and the fencing token
+// refuses it at its next step. A refused renewal stops this delivery at once.
+func (env *environment) keepLeases(ctx context.Context, stop context.CancelFunc, s *store.Store, p *store.Permit, d *store.DisplayLease, lease time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, err := s.Renew(ctx, p, lease)
+			if err == nil {
+				err = s.RenewDisplay(ctx, d, lease)
+			}
+			if err != nil && ctx.Err() == nil {
+				env.log.Warn().Err(err).Msg("lease renewal refused: stopping")
+				stop()
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// providerWanted: a provider id in the xmpp namespace and an account to ask with.
+func (env *environment) providerWanted(f deliverFlags) bool {
+	if f.destID == "" {
+		return false
+	}
+	id, err := gate.ProviderID(f.destID)
+	if err != nil || id.Namespace() != "xmpp" {
+		return false
+	}
+	return f.providerConfig != "" || env.getenv("SENDONCE_XMPP_JID") != ""
+}
+
+// askProvider looks the dispatch up right after the send (a few tries while the
+// server stores it) and writes the answer into the evidence, bound to this dispatch.
+// It returns the confirming object's id, if any.
+func (env *environment) askProvider(ctx context.Context, s *store.Store, f deliverFlags, rec *evidence.Recorder, d provider.Dispatch) string {
+	cfg, err := env.providerConfig(f.providerConfig)
+	if err != nil {
+		env.log.Warn().Err(err).Msg("provider lookup skipped")
+		return ""
+	}
+	p := xmpp.New(cfg)
+	var ans provider.Answer
+	var confirm, wrongBytes, wrongRecipient *provider.Object
+	for try := 0; try < 4; try++ {
+		ans, err = p.Lookup(ctx, d)
+		if err != nil {
+			ans = provider.Answer{Result: provider.CantTell, Detail: err.Error()}
+		}
+		taken := map[string]bool{}
+		for _, o := range ans.Objects {
+			if bound, err := s.ObjectBinding(ctx, o.ID); err == nil && bound != "" && bound != d.DispatchID {
+				taken[o.ID] = true
+			}
+		}
+		confirm, wrongBytes, wrongRecipient = provider.Match(ans, d, taken)
+		if confirm != nil || wrongBytes != nil || wrongRecipient != nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	l := &evidence.Lookup{Provider: "xmpp", DispatchID: d.DispatchID, Result: string(ans.Result), Authoritative: ans.Authoritative}
+	pick := confirm
+	if pick == nil {
+		pick = wrongBytes
+	}
+	if pick == nil {
+		pick = wrongRecipient
+	}
+	if pick != nil {
+		l.Result, l.ObjectID, l.SHA256, l.Recipient = "found", pick.ID, pick.SHA256, pick.Recipient
+	} else if ans.Result == provider.Found {
+		l.Result = "cant_tell" // objects with the name, none bindable to this dispatch
+	}
+	if _, err := rec.Append(evidence.Record{Kind: evidence.KindLookup, Intent: "ask the provider", Lookup: l}); err != nil {
+		env.log.Warn().Err(err).Msg("writing the lookup to the evidence")
+	}
+	env.log.Info().Str("result", l.Result).Str("object", l.ObjectID).Msg("provider lookup")
+	if confirm != nil {
+		return confirm.ID
+	}
+	return ""
 }
 
 // finish classifies the attempt from its evidence, records the outcome with the
 // permit, seals the bundle and prints the result.
-func (env *environment) finish(ctx context.Context, s *store.Store, permit *store.Permit, rec *evidence.Recorder, out deliveryOutput) error {
+func (env *environment) finish(ctx context.Context, s *store.Store, permit *store.Permit, rec *evidence.Recorder, out deliveryOutput, objectID string) error {
 	head := rec.Head()
 	rec.Close()
 	b, err := evidence.Verify(rec.Dir(), evidence.VerifyOptions{})
@@ -268,11 +393,23 @@ func (env *environment) finish(ctx context.Context, s *store.Store, permit *stor
 		c = evidence.Classify(evidence.Transcript{Manifest: b.Manifest, Records: b.Records, Complete: true})
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupt must not stop the outcome being recorded
-	got, rerr := s.Record(ctx, permit, store.RecordRequest{Outcome: c.Outcome, Evidence: rec.Dir(), ChainHead: head})
+	req := store.RecordRequest{Outcome: c.Outcome, Evidence: rec.Dir(), ChainHead: head}
+	if c.Outcome == gate.SentVerified {
+		req.ObjectID = objectID
+	}
+	got, rerr := s.Record(ctx, permit, req)
 	env.killpoint("recorded")
 	if got == "" {
-		got = gate.SendStatusUnknown
+		// The store refused the record (a fenced or expired permit: another task took
+		// over before anything was crossed) or could not be written. Report that, with
+		// what the evidence says; nothing here may read as a right to retry.
 		c.Reasons = append(c.Reasons, fmt.Sprintf("recording the outcome failed: %v", rerr))
+		if err := sealBundle(rec.Dir(), string(c.Outcome), c.Reasons); err != nil {
+			env.log.Warn().Err(err).Msg("sealing the evidence bundle")
+		}
+		out.Outcome, out.Reasons, out.Stopped = string(c.Outcome), c.Reasons, rerr.Error()
+		env.printDelivery(out)
+		return rerr
 	}
 	if err := sealBundle(rec.Dir(), string(got), c.Reasons); err != nil {
 		env.log.Warn().Err(err).Msg("sealing the evidence bundle")
@@ -331,10 +468,10 @@ func (env *environment) dryRun(ctx context.Context, r *driver.Runner, rec *evide
 	return nil
 }
 
-func (env *environment) waitForDisplay(ctx context.Context, s *store.Store, display, task string, wait time.Duration) (*store.DisplayLease, error) {
+func (env *environment) waitForDisplay(ctx context.Context, s *store.Store, display, task string, lease, wait time.Duration) (*store.DisplayLease, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		l, err := s.AcquireDisplay(ctx, display, task, 2*time.Minute)
+		l, err := s.AcquireDisplay(ctx, display, task, lease)
 		if err == nil {
 			return l, nil
 		}

@@ -1,0 +1,49 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/sendonce/sendonce/scenarios"
+)
+
+// TestScenarios runs the policy suite (scenarios/scenarios.json): real processes of this
+// binary against fresh SQLite stores, deliveries replayed from the recorded fixtures.
+func TestScenarios(t *testing.T) {
+	scs, err := scenarios.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scs) < 14 {
+		t.Fatalf("%d scenarios; the suite needs at least 14", len(scs))
+	}
+	td, _ := filepath.Abs("../../testdata")
+	r := scenarios.Runner{Exe: self(t), Testdata: td, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
+	for _, sc := range scs {
+		t.Run(sc.Name, func(t *testing.T) {
+			res := r.Run(context.Background(), sc, t.TempDir())
+			if !res.Pass {
+				t.Fatalf("expected: %s\ngot: %s", res.Expected, res.Got)
+			}
+		})
+	}
+}
+
+// TestScenariosCommand: 'sendonce scenarios run --json' prints the table as one object
+// and exits 0 only when all pass.
+func TestScenariosCommand(t *testing.T) {
+	out, code := cli(t, []string{"OMP_THREAD_LIMIT=1"}, "scenarios", "run", "--only", "a prior sent_verified", "--testdata", "../../testdata", "--json")
+	var v struct {
+		Scenarios []struct {
+			Name, Expected, Got string
+			Pass                bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || len(v.Scenarios) != 1 || !v.Scenarios[0].Pass || v.Scenarios[0].Got == "" {
+		t.Fatalf("exit %d, %q: %v", code, out, err)
+	}
+}
