@@ -56,6 +56,9 @@ type Tx interface {
 	// Authorizer returns the public key registered under name, or nil if none is.
 	Authorizer(name string) (ed25519.PublicKey, error)
 
+	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
+	// send_status_unknown, or crossed with an expired lease and no outcome.
+	UnresolvedAttempts(now time.Time) ([]AttemptRecord, error)
 	// ObjectDispatch returns the dispatch a provider object is bound to, or "".
 	ObjectDispatch(objectID string) (string, error)
 	// BindObject binds a provider object to a dispatch; one object, one dispatch.

@@ -121,3 +121,37 @@ func (s *Store) NoteAbsence(ctx context.Context, dispatchID, provider string, au
 			Detail: map[string]string{"provider": provider, "authoritative": fmt.Sprint(authoritative), "as_of": formatTime(asOf), "detail": detail}})
 	})
 }
+
+// Unresolved lists the attempts whose result is unknown now, oldest first, with the
+// keys of their intents.
+func (s *Store) Unresolved(ctx context.Context) ([]AttemptRecord, map[int64][]KeyRecord, error) {
+	var as []AttemptRecord
+	keys := map[int64][]KeyRecord{}
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		if as, err = tx.UnresolvedAttempts(tx.Now()); err != nil {
+			return err
+		}
+		for _, a := range as {
+			if _, ok := keys[a.IntentID]; ok {
+				continue
+			}
+			if keys[a.IntentID], err = tx.KeysOf(a.IntentID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return as, keys, err
+}
+
+// ObjectBinding returns the dispatch a provider object is bound to, or "".
+func (s *Store) ObjectBinding(ctx context.Context, objectID string) (string, error) {
+	var d string
+	err := s.view(ctx, func(tx Tx) error {
+		var err error
+		d, err = tx.ObjectDispatch(objectID)
+		return err
+	})
+	return d, err
+}

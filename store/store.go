@@ -501,6 +501,9 @@ type RecordRequest struct {
 	Outcome   gate.Outcome
 	Evidence  string // the evidence bundle's path
 	ChainHead string // the bundle's chain head when the outcome was decided
+	// ObjectID is the provider object that confirmed the delivery, if one did: it is
+	// bound to this dispatch, and refused if bound to another.
+	ObjectID string
 }
 
 // Record ends the permit's attempt and returns the outcome actually recorded: not_sent
@@ -518,6 +521,21 @@ func (s *Store) Record(ctx context.Context, p *Permit, req RecordRequest) (gate.
 		next, o, r := gate.Record(in, p.ref(), req.Outcome, now)
 		if o == "" {
 			return Event{Kind: EventRecordRefused, Detail: d}, asError(r)
+		}
+		if req.ObjectID != "" {
+			bound, err := tx.ObjectDispatch(req.ObjectID)
+			if err != nil {
+				return Event{}, err
+			}
+			if bound != "" && bound != p.dispatchID {
+				return Event{Kind: EventRecordRefused, Detail: d}, &gate.Refusal{Kind: gate.ErrInvalid, Reason: fmt.Sprintf("provider object %s is already bound to dispatch %s", req.ObjectID, bound)}
+			}
+			if bound == "" {
+				if err := tx.BindObject(req.ObjectID, p.dispatchID, now); err != nil {
+					return Event{}, err
+				}
+			}
+			d["object_id"] = req.ObjectID
 		}
 		got = o
 		d["recorded"] = string(o)

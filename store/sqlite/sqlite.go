@@ -577,3 +577,9 @@ func (t *sqlTx) ResolveOutcome(token uint64, axes gate.Axes, at time.Time) error
 	return t.exactlyOne(`UPDATE attempts SET delivery = ?, acceptance = ?, ended_at = COALESCE(ended_at, ?) WHERE token = ?`,
 		string(axes.Delivery), string(axes.Acceptance), nanos(at), token)
 }
+
+func (t *sqlTx) UnresolvedAttempts(now time.Time) ([]store.AttemptRecord, error) {
+	return t.queryAttempts(`(delivery = 'pending' AND acceptance = 'pending')
+		OR (ended_at IS NULL AND lease_expires_at <= ? AND token IN (SELECT token FROM crossings))
+		ORDER BY token`, nanos(now))
+}

@@ -1,0 +1,107 @@
+// Package provider asks a chat provider whether a dispatch arrived.
+//
+// When the screen cannot prove a delivery, the provider (for XMPP: the server's
+// message archive) is the only other witness. A Provider answers one question
+// for one Dispatch: which objects carrying the dispatch's file name did the
+// sending account create in the attempt's window, where do they point, and what
+// are their bytes. Match then decides whether one of them confirms the
+// dispatch, or whether the answer shows the file went out with other bytes or to
+// another recipient.
+//
+// This package is pure Go and uses the standard library only; implementations
+// live in sub-packages (provider/xmpp).
+package provider
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Dispatch is what one attempt sent, as a lookup needs it.
+type Dispatch struct {
+	DispatchID  string
+	Destination string // canonical identity, e.g. "xmpp:bob@localhost"
+	FileName    string
+	Size        int64
+	SHA256      string    // lowercase hex of the bytes sent
+	From, Until time.Time // the attempt's window: from its claim to now
+}
+
+// Result is a lookup's answer. Persisted: append-only, spelling never changes.
+type Result string
+
+const (
+	Found    Result = "found"     // objects for this file name in the window: see Objects
+	Absent   Result = "absent"    // nothing in the window: authoritative only when Answer.Authoritative
+	CantTell Result = "cant_tell" // the provider could not answer
+)
+
+// Object is one provider object that may be the dispatch.
+//
+// SHA256 is empty when the bytes at Link could not be fetched (gone, too large,
+// network error): such an object neither confirms nor contradicts a dispatch,
+// and the Answer's Detail says so.
+type Object struct {
+	ID        string // the provider's stable id (XMPP: the archive's stanza-id)
+	Link      string // where the bytes are
+	At        time.Time
+	SHA256    string // of the bytes at Link, downloaded and hashed
+	Recipient string // canonical identity of the recipient, e.g. "xmpp:bob@localhost"
+	FileName  string
+}
+
+// Answer is what a Provider said about one Dispatch.
+type Answer struct {
+	Result        Result
+	Objects       []Object // with Found: every object in the window whose file name is Dispatch.FileName, any recipient
+	Authoritative bool     // the provider's "nothing" is complete for the window (XMPP: MAM returned complete)
+	Detail        string   // a sentence for the evidence
+}
+
+// Provider looks a dispatch up. Implementations never log and never put a password in an error or in Detail.
+//
+// Lookup returns an error only for a programming error (an invalid Dispatch, a
+// misconfigured Provider); everything the provider or the network did wrong is
+// an Answer with Result CantTell and a Detail.
+type Provider interface {
+	Lookup(ctx context.Context, d Dispatch) (Answer, error)
+}
+
+// Match picks the object that confirms d among a Found answer's objects: the first with d's SHA-256 at d's Destination whose ID is not in taken (objects already bound to other dispatches), and says whether the answer instead shows other bytes or another recipient.
+//
+// Precisely, considering only objects whose FileName is d.FileName, whose ID is
+// not in taken and whose SHA256 is known (not empty), in the answer's order:
+//
+//   - confirm is the first object with d.SHA256 at d.Destination. When there is
+//     one, wrongBytes and wrongRecipient are nil.
+//   - otherwise wrongBytes is the first object at d.Destination with other bytes,
+//     and wrongRecipient the first object with d.SHA256 at another recipient.
+//     An object with other bytes at another recipient is neither: it is another
+//     file that happens to share the name.
+//
+// A non-Found answer, or a d without SHA256 or Destination, matches nothing.
+// SHA-256 values are compared case-insensitively; identities exactly (both
+// sides are canonical). The returned pointers point into a.Objects.
+func Match(a Answer, d Dispatch, taken map[string]bool) (confirm *Object, wrongBytes, wrongRecipient *Object) {
+	if a.Result != Found || d.SHA256 == "" || d.Destination == "" {
+		return nil, nil, nil
+	}
+	for i := range a.Objects {
+		o := &a.Objects[i]
+		if o.FileName != d.FileName || o.SHA256 == "" || taken[o.ID] {
+			continue
+		}
+		sameBytes := strings.EqualFold(o.SHA256, d.SHA256)
+		sameRecipient := o.Recipient == d.Destination
+		switch {
+		case sameBytes && sameRecipient:
+			return o, nil, nil
+		case sameRecipient && wrongBytes == nil:
+			wrongBytes = o
+		case sameBytes && wrongRecipient == nil:
+			wrongRecipient = o
+		}
+	}
+	return nil, wrongBytes, wrongRecipient
+}

@@ -1,0 +1,607 @@
+package xmpp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"mellium.im/xmlstream"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/oob"
+	"mellium.im/xmpp/stanza"
+	"mellium.im/xmpp/upload"
+
+	"github.com/sendonce/sendonce/provider"
+)
+
+// Live tests against the test bed's real Prosody (testbed/up): alice uploads
+// files with HTTP upload and sends their links to bob, exactly as Gajim does
+// (body = the https link, the same URL in jabber:x:oob), and the provider must
+// find them in alice's archive.
+//
+// The test bed is found through SENDONCE_TESTBED_STATE (a state.env written by
+// testbed/up). Without it: under CI=true the tests fail (CI starts the test bed
+// itself); otherwise TestLive starts one in a temporary folder and tears it down
+// when it ends (t.Cleanup, and a watchdog process if the test binary dies
+// first). They never skip.
+//
+// Other packages' live tests (cmd/sendonce) may use the same test bed at the
+// same time (go test ./... runs packages in parallel) and count the files that
+// appear in its upload folder. So these tests touch that folder only in a test
+// bed of their own: there the bytes go through HTTP upload (XEP-0363) like
+// Gajim's; in a shared one (SENDONCE_TESTBED_STATE) the test serves the bytes
+// itself, over HTTPS on 127.0.0.1 with the test bed's own localhost certificate
+// (trusted by the system store while the test bed runs), and sends the same
+// message. Either way the provider sees what it sees for a Gajim send: an
+// archived message with an https link in its body and oob element.
+//
+// The messages carry <private xmlns='urn:xmpp:carbons:2'/> and a no-copy hint,
+// so that the test bed's Gajim (alice's other session) is not shown them and
+// other live tests that read its screen are not disturbed. The archive keeps
+// them all the same.
+
+// testBed is a running test bed, as its state.env describes it.
+type testBed struct {
+	stateFile string
+	vars      map[string]string
+	private   bool // started by this test: nobody else uses it
+}
+
+func (b *testBed) get(t testing.TB, key string) string {
+	t.Helper()
+	v := b.vars[key]
+	if v == "" {
+		t.Fatalf("the test bed state %s has no %s", b.stateFile, key)
+	}
+	return v
+}
+
+func loadTestBed(path string) (*testBed, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the test bed state: %v (start a test bed with testbed/up; it writes $TESTBED_DIR/state.env)", err)
+	}
+	defer f.Close()
+	b := &testBed{stateFile: path, vars: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if ok && k != "" && !strings.HasPrefix(k, "#") {
+			b.vars[k] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %v", path, err)
+	}
+	if b.vars["READY"] != "1" {
+		return nil, fmt.Errorf("the test bed state %s has no READY=1: testbed/up did not finish", path)
+	}
+	for _, k := range []string{"C2S_PORT", "HTTPS_PORT", "ALICE_JID", "ALICE_PASSWORD", "BOB_JID", "PROSODY_DATA"} {
+		if b.vars[k] == "" {
+			return nil, fmt.Errorf("the test bed state %s has no %s", path, k)
+		}
+	}
+	pid, err := strconv.Atoi(b.vars["PROSODY_PID"])
+	if err != nil || pid <= 0 {
+		return nil, fmt.Errorf("the test bed state %s has no valid PROSODY_PID", path)
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return nil, fmt.Errorf("the test bed of %s is not running (Prosody %d: %v); restart it: TESTBED_DIR=%s testbed/up", path, pid, err, filepath.Dir(path))
+	}
+	return b, nil
+}
+
+// liveTestBed returns the test bed to use, starting one (torn down with t's
+// cleanup) when none is given. It fails t when there is none; it never skips.
+func liveTestBed(t *testing.T) *testBed {
+	t.Helper()
+	if path := os.Getenv("SENDONCE_TESTBED_STATE"); path != "" {
+		b, err := loadTestBed(path)
+		if err != nil {
+			t.Fatalf("SENDONCE_TESTBED_STATE=%s: %v", path, err)
+		}
+		return b
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("the provider's live tests need the test bed's Prosody and CI=true does not start one here: " +
+			"run `TESTBED_DIR=/tmp/tb testbed/up` from the repository root and set SENDONCE_TESTBED_STATE=/tmp/tb/state.env " +
+			"(then `TESTBED_DIR=/tmp/tb testbed/down`)")
+	}
+	start := time.Now()
+	b, teardown, err := startTestBed()
+	if teardown != nil {
+		t.Cleanup(func() {
+			if err := teardown(); err != nil {
+				t.Errorf("tearing the test bed down: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("no SENDONCE_TESTBED_STATE, and starting a test bed failed: %v", err)
+	}
+	t.Logf("started a test bed in %s (%v); it is torn down when the test ends", filepath.Dir(b.stateFile), time.Since(start).Round(time.Millisecond))
+	b.private = true
+	return b
+}
+
+// startTestBed runs testbed/up in a new temporary folder. A watchdog process runs
+// testbed/down when teardown is called or, failing that, when this process exits
+// however it exits (the kernel closes the pipe it waits on).
+func startTestBed() (*testBed, func() error, error) {
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return nil, nil, err
+	}
+	up, down := filepath.Join(repo, "testbed", "up"), filepath.Join(repo, "testbed", "down")
+	for _, p := range []string{up, down} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, fmt.Errorf("no test bed script: %v", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "sendonce-provider-testbed-")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // testbed/up wants it reachable by Gajim's user
+		return nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	script := `cat >/dev/null; TESTBED_DIR="$1" "$2" >"$1.down.log" 2>&1 && rm -rf -- "$1" "$1.down.log" "$1.up.log"`
+	wd := exec.Command("sh", "-c", script, "sendonce-provider-watchdog", dir, down)
+	wd.Stdin = r
+	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl+C to the test does not kill it first
+	if err := wd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, fmt.Errorf("starting the teardown watchdog: %v", err)
+	}
+	r.Close()
+	teardown := func() error {
+		w.Close()
+		err := wd.Wait()
+		if err != nil {
+			log, _ := os.ReadFile(dir + ".down.log")
+			return fmt.Errorf("testbed/down: %v\n%s", err, log)
+		}
+		return nil
+	}
+
+	upLog := dir + ".up.log"
+	logf, err := os.Create(upLog)
+	if err != nil {
+		return nil, teardown, err
+	}
+	defer logf.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, up)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "TESTBED_DIR="+dir)
+	cmd.Stdout, cmd.Stderr = logf, logf // a file: the daemons up starts must not hold a pipe of ours
+	if err := cmd.Run(); err != nil {
+		log, _ := os.ReadFile(upLog)
+		return nil, teardown, fmt.Errorf("TESTBED_DIR=%s testbed/up: %v\n%s", dir, err, log)
+	}
+	b, err := loadTestBed(filepath.Join(dir, "state.env"))
+	return b, teardown, err
+}
+
+// aliceConfig is the provider's configuration for the test bed's alice.
+func aliceConfig(t *testing.T, b *testBed) Config {
+	t.Helper()
+	return Config{
+		JID:      b.get(t, "ALICE_JID"),
+		Password: b.get(t, "ALICE_PASSWORD"),
+		Addr:     net.JoinHostPort("127.0.0.1", b.get(t, "C2S_PORT")),
+		StartTLS: true,
+	}
+}
+
+// sent is one file alice sent to bob.
+type sent struct {
+	link   string
+	sha256 string
+	size   int64
+}
+
+// sender sends files as alice, the way Gajim does.
+type sender struct {
+	cfg Config
+	// files, when set, serves the bytes instead of the test bed's upload
+	// service (a shared test bed): path -> content.
+	files  map[string][]byte
+	mu     sync.Mutex
+	server string // https://localhost:PORT of the file server
+}
+
+// newSender returns a sender for b; with a shared test bed it starts an HTTPS
+// file server (closed with t's cleanup) with the test bed's localhost certificate.
+func newSender(t *testing.T, b *testBed, cfg Config) *sender {
+	t.Helper()
+	s := &sender{cfg: cfg}
+	if b.private {
+		return s
+	}
+	tlsDir := filepath.Join(filepath.Dir(b.stateFile), "tls")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "localhost.crt"), filepath.Join(tlsDir, "localhost.key"))
+	if err != nil {
+		t.Fatalf("the shared test bed's localhost certificate (testbed/up writes it to $TESTBED_DIR/tls/): %v", err)
+	}
+	s.files = map[string][]byte{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		content, ok := s.files[r.URL.EscapedPath()]
+		s.mu.Unlock()
+		if !ok || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(content)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	s.server = "https://localhost:" + port
+	return s
+}
+
+// send does what Gajim does to send a file: it puts the bytes where an https
+// link reaches them (HTTP upload to upload.localhost: a slot, then a PUT; or the
+// test's own file server) and, as alice, sends "to" a chat message whose body
+// is the link, with the same URL in a jabber:x:oob element. It returns once the
+// server has processed the message (a ping answered after it on the same stream).
+func (snd *sender) send(t *testing.T, to, name string, content []byte) sent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := New(snd.cfg)
+	account := jid.MustParse(snd.cfg.JID).Bare()
+	s, err := p.connect(ctx, account)
+	if err != nil {
+		t.Fatalf("alice logging in to send %s: %v", name, err)
+	}
+	defer s.close()
+
+	var link string
+	if snd.files != nil {
+		path := "/file_share/" + randomID() + "/" + url.PathEscape(name)
+		snd.mu.Lock()
+		snd.files[path] = content
+		snd.mu.Unlock()
+		link = snd.server + path
+	} else {
+		slot, err := upload.GetSlot(ctx, upload.File{Name: name, Size: len(content), Type: "text/plain"}, jid.MustParse("upload."+account.Domainpart()), s.s)
+		if err != nil {
+			t.Fatalf("requesting an upload slot for %s: %v", name, err)
+		}
+		req, err := slot.Put(ctx, bytes.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = int64(len(content))
+		req.Header.Set("Content-Type", "text/plain")
+		resp, err := p.http.client.Do(req)
+		if err != nil {
+			t.Fatalf("uploading %s: %v", name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+			t.Fatalf("uploading %s: HTTP %s", name, resp.Status)
+		}
+		link = slot.GetURL.String()
+	}
+
+	body := xmlstream.Wrap(xmlstream.Token(xml.CharData(link)), xml.StartElement{Name: xml.Name{Local: "body"}})
+	private := xmlstream.Wrap(nil, xml.StartElement{Name: xml.Name{Space: "urn:xmpp:carbons:2", Local: "private"}})
+	noCopy := xmlstream.Wrap(nil, xml.StartElement{Name: xml.Name{Space: "urn:xmpp:hints", Local: "no-copy"}})
+	msg := stanza.Message{To: jid.MustParse(to), Type: stanza.ChatMessage, ID: randomID()}
+	if err := s.s.Send(ctx, msg.Wrap(xmlstream.MultiReader(body, oob.Data{URL: link}.TokenReader(), private, noCopy))); err != nil {
+		t.Fatalf("sending the link of %s: %v", name, err)
+	}
+	ping := struct {
+		XMLName xml.Name `xml:"urn:xmpp:ping ping"`
+	}{}
+	if err := s.iq(ctx, stanza.GetIQ, ping, nil); err != nil {
+		t.Fatalf("ping after sending %s: %v", name, err)
+	}
+	sum := sha256.Sum256(content)
+	return sent{link: link, sha256: hex.EncodeToString(sum[:]), size: int64(len(content))}
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// timed runs a Lookup and says how long it took.
+func timed(t *testing.T, p *Provider, d provider.Dispatch) (provider.Answer, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	a, err := p.Lookup(context.Background(), d)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Lookup(%s): error %v", d.FileName, err)
+	}
+	t.Logf("Lookup(%q) took %v: %s %s", d.FileName, took.Round(time.Millisecond), a.Result, a.Detail)
+	return a, took
+}
+
+func TestLive(t *testing.T) {
+	b := liveTestBed(t)
+	cfg := aliceConfig(t, b)
+	bob := "xmpp:" + b.get(t, "BOB_JID")
+	run := hex.EncodeToString(randomBytes(t, 4)) // unique file names per test run
+	p := New(cfg)
+	snd := newSender(t, b, cfg)
+	if b.private {
+		t.Logf("bytes go through the test bed's HTTP upload (XEP-0363)")
+	} else {
+		t.Logf("a shared test bed: the bytes are served by this test at %s, its upload folder is left alone", snd.server)
+	}
+
+	var (
+		mu      sync.Mutex
+		timings []time.Duration
+	)
+	record := func(d time.Duration) { mu.Lock(); timings = append(timings, d); mu.Unlock() }
+
+	t.Run("Found", func(t *testing.T) {
+		name := "sendonce provider " + run + " found ü.txt" // a space and a non-ASCII letter: the link escapes them
+		content := append([]byte("sendonce provider test "+run+"\n"), randomBytes(t, 200)...)
+		from := time.Now()
+		s := snd.send(t, b.get(t, "BOB_JID"), name, content)
+		d := provider.Dispatch{
+			DispatchID: "d-found-" + run, Destination: bob, FileName: name,
+			Size: s.size, SHA256: s.sha256, From: from, Until: time.Now(),
+		}
+		a, took := timed(t, p, d)
+		record(took)
+		if a.Result != provider.Found || len(a.Objects) != 1 {
+			t.Fatalf("want Found with 1 object, got %s with %d: %s", a.Result, len(a.Objects), a.Detail)
+		}
+		o := a.Objects[0]
+		if o.SHA256 != s.sha256 || o.SHA256 != sha(content) {
+			t.Errorf("SHA256 %s, want %s", o.SHA256, s.sha256)
+		}
+		if o.Recipient != "xmpp:bob@localhost" {
+			t.Errorf("Recipient %q, want xmpp:bob@localhost", o.Recipient)
+		}
+		if o.Link != s.link || o.FileName != name {
+			t.Errorf("Link %q FileName %q, want %q %q", o.Link, o.FileName, s.link, name)
+		}
+		if o.ID == "" || o.At.IsZero() || o.At.Before(from.Add(-2*time.Second)) || o.At.After(time.Now().Add(2*time.Second)) {
+			t.Errorf("ID %q At %v: want an id and a time within the send", o.ID, o.At)
+		}
+		if !a.Authoritative {
+			t.Errorf("not authoritative: %s", a.Detail)
+		}
+		// The id is the archive's own: it is the key of the message in alice's archive
+		// on disk, and a second lookup gives the same one.
+		archive, err := os.ReadFile(filepath.Join(b.get(t, "PROSODY_DATA"), "localhost", "archive", "alice.list"))
+		if err != nil {
+			t.Fatalf("reading alice's archive: %v", err)
+		}
+		if !bytes.Contains(archive, []byte(`"`+o.ID+`"`)) {
+			t.Errorf("id %q is not in alice's archive on disk", o.ID)
+		}
+		a2, _ := timed(t, p, d)
+		if a2.Result != provider.Found || len(a2.Objects) != 1 || a2.Objects[0].ID != o.ID {
+			t.Errorf("a second lookup gave %s %+v, want the same object %s", a2.Result, a2.Objects, o.ID)
+		}
+		confirm, wb, wr := provider.Match(a, d, nil)
+		if confirm == nil || confirm.ID != o.ID || wb != nil || wr != nil {
+			t.Errorf("Match: confirm %v wrongBytes %v wrongRecipient %v, want a confirmation", confirm, wb, wr)
+		}
+		if c, _, _ := provider.Match(a, d, map[string]bool{o.ID: true}); c != nil {
+			t.Errorf("Match confirmed an object already taken")
+		}
+
+		// The same file, searched in a window that does not hold the send: absent.
+		old := d
+		old.From, old.Until = from.Add(-48*time.Hour), from.Add(-47*time.Hour)
+		a3, _ := timed(t, p, old)
+		if a3.Result != provider.Absent || !a3.Authoritative || len(a3.Objects) != 0 {
+			t.Errorf("outside the window: %s authoritative=%v objects=%d, want authoritative Absent: %s", a3.Result, a3.Authoritative, len(a3.Objects), a3.Detail)
+		}
+	})
+
+	t.Run("AbsentAuthoritative", func(t *testing.T) {
+		name := "sendonce-provider-" + run + "-never-sent.txt"
+		d := provider.Dispatch{
+			DispatchID: "d-absent-" + run, Destination: bob, FileName: name,
+			Size: 10, SHA256: sha([]byte("never sent")), From: time.Now().Add(-10 * time.Minute), Until: time.Now(),
+		}
+		a, took := timed(t, p, d)
+		record(took)
+		if a.Result != provider.Absent || !a.Authoritative || len(a.Objects) != 0 {
+			t.Fatalf("want authoritative Absent, got %s authoritative=%v objects=%d: %s", a.Result, a.Authoritative, len(a.Objects), a.Detail)
+		}
+		if !strings.Contains(a.Detail, "complete") {
+			t.Errorf("Detail does not say the archive was complete: %s", a.Detail)
+		}
+	})
+
+	t.Run("WrongBytes", func(t *testing.T) {
+		name := "sendonce-provider-" + run + "-wrong-bytes.txt"
+		other := []byte("these are not the bytes of the dispatch " + run + "\n")
+		ours := []byte("the dispatch's own bytes " + run + "\n")
+		from := time.Now()
+		s := snd.send(t, b.get(t, "BOB_JID"), name, other)
+		d := provider.Dispatch{
+			DispatchID: "d-wrong-" + run, Destination: bob, FileName: name,
+			Size: int64(len(ours)), SHA256: sha(ours), From: from, Until: time.Now(),
+		}
+		a, took := timed(t, p, d)
+		record(took)
+		if a.Result != provider.Found || len(a.Objects) != 1 {
+			t.Fatalf("want Found with 1 object, got %s with %d: %s", a.Result, len(a.Objects), a.Detail)
+		}
+		if got := a.Objects[0].SHA256; got != sha(other) || got != s.sha256 {
+			t.Errorf("SHA256 %s, want the other bytes' %s", got, sha(other))
+		}
+		confirm, wb, wr := provider.Match(a, d, nil)
+		if confirm != nil || wb == nil || wb.ID != a.Objects[0].ID || wr != nil {
+			t.Errorf("Match: confirm %v wrongBytes %v wrongRecipient %v, want wrongBytes %s", confirm, wb, wr, a.Objects[0].ID)
+		}
+	})
+
+	t.Run("Paging", func(t *testing.T) {
+		// The same name sent twice with another file between, then searched two
+		// messages per page (so at least two pages): every page is read, both
+		// objects are found, in order, and "taken" skips the first.
+		name := "sendonce-provider-" + run + "-twice.txt"
+		content := []byte("twice " + run + "\n")
+		from := time.Now()
+		s1 := snd.send(t, b.get(t, "BOB_JID"), name, content)
+		snd.send(t, b.get(t, "BOB_JID"), "sendonce-provider-"+run+"-between.txt", []byte("between\n"))
+		s2 := snd.send(t, b.get(t, "BOB_JID"), name, content)
+		d := provider.Dispatch{
+			DispatchID: "d-twice-" + run, Destination: bob, FileName: name,
+			Size: int64(len(content)), SHA256: sha(content), From: from, Until: time.Now(),
+		}
+		old := pageSize
+		pageSize = 2
+		defer func() { pageSize = old }()
+		a, _ := timed(t, p, d)
+		if a.Result != provider.Found || len(a.Objects) != 2 || !a.Authoritative {
+			t.Fatalf("want authoritative Found with 2 objects, got %s authoritative=%v with %d: %s", a.Result, a.Authoritative, len(a.Objects), a.Detail)
+		}
+		if a.Objects[0].Link != s1.link || a.Objects[1].Link != s2.link || a.Objects[0].ID == a.Objects[1].ID {
+			t.Errorf("objects %+v, want %s then %s with distinct ids", a.Objects, s1.link, s2.link)
+		}
+		if strings.Contains(a.Detail, " in 1 pages") {
+			t.Errorf("one page only with pageSize 2: %s", a.Detail)
+		}
+		c, _, _ := provider.Match(a, d, map[string]bool{a.Objects[0].ID: true})
+		if c == nil || c.ID != a.Objects[1].ID {
+			t.Errorf("Match with the first taken: %v, want %s", c, a.Objects[1].ID)
+		}
+	})
+
+	t.Run("WrongPasswordCantTell", func(t *testing.T) {
+		bad := cfg
+		bad.Password = "wrong-" + hex.EncodeToString(randomBytes(t, 8))
+		d := provider.Dispatch{
+			DispatchID: "d-badpw-" + run, Destination: bob, FileName: "x.txt",
+			Size: 1, SHA256: sha([]byte("x")), From: time.Now().Add(-time.Minute), Until: time.Now(),
+		}
+		a, err := New(bad).Lookup(context.Background(), d)
+		if err != nil {
+			t.Fatalf("Lookup returned an error for a refused login: %v", err)
+		}
+		if a.Result != provider.CantTell || a.Authoritative || len(a.Objects) != 0 {
+			t.Errorf("want CantTell, got %s authoritative=%v objects=%d", a.Result, a.Authoritative, len(a.Objects))
+		}
+		if a.Detail == "" || strings.Contains(a.Detail, bad.Password) || strings.Contains(a.Detail, "wrong-") {
+			t.Errorf("Detail empty or holds the password: %q", a.Detail)
+		}
+		t.Logf("Detail: %s", a.Detail)
+
+		// A programming error (an invalid config) is an error, without the password either.
+		broken := bad
+		broken.JID = "not a jid@@"
+		if _, err := New(broken).Lookup(context.Background(), d); err == nil || strings.Contains(err.Error(), bad.Password) {
+			t.Errorf("invalid config: error %v, want one without the password", err)
+		}
+	})
+
+	t.Run("UnreachableCantTell", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close() // nothing listens there now
+		c := cfg
+		c.Addr = addr
+		d := provider.Dispatch{
+			DispatchID: "d-unreach-" + run, Destination: bob, FileName: "x.txt",
+			Size: 1, From: time.Now().Add(-time.Minute), Until: time.Now(),
+		}
+		a, took := timed(t, New(c), d)
+		if a.Result != provider.CantTell || strings.Contains(a.Detail, c.Password) || !strings.Contains(a.Detail, addr) {
+			t.Errorf("want CantTell naming %s without the password, got %s: %s", addr, a.Result, a.Detail)
+		}
+		if took > 10*time.Second {
+			t.Errorf("a refused connection took %v", took)
+		}
+	})
+
+	t.Run("Timeout", func(t *testing.T) {
+		// A server that accepts and never speaks: the lookup's own timeout ends it.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+			}
+		}()
+		c := cfg
+		c.Addr = l.Addr().String()
+		c.Timeout = 1500 * time.Millisecond
+		d := provider.Dispatch{
+			DispatchID: "d-timeout-" + run, Destination: bob, FileName: "x.txt",
+			Size: 1, From: time.Now().Add(-time.Minute), Until: time.Now(),
+		}
+		a, took := timed(t, New(c), d)
+		if a.Result != provider.CantTell || !strings.Contains(a.Detail, "ran out of time") {
+			t.Errorf("want CantTell saying it ran out of time, got %s: %s", a.Result, a.Detail)
+		}
+		if took > 5*time.Second {
+			t.Errorf("took %v with a 1.5s timeout", took)
+		}
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("Lookup timings against the test bed: %v", timings)
+}
+
+// The link of an upload names the file: its last segment, URL-decoded.
+func TestLinkNameFromUploadURL(t *testing.T) {
+	u := &url.URL{Scheme: "https", Host: "localhost:5281", Path: "/file_share/abc/a b ü%.txt"}
+	got, ok := fileName(u.String())
+	if !ok || got != "a b ü%.txt" {
+		t.Fatalf("fileName(%s) = %q %v", u, got, ok)
+	}
+}
