@@ -108,7 +108,7 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 		return nil, err
 	}
 	vars["{{key}}"] = key.String()
-	if out, err := exec.CommandContext(ctx, r.Exe, "init", "--store", vars["{{store}}"]).CombinedOutput(); err != nil {
+	if out, err := r.command(ctx, "init", "--store", vars["{{store}}"]).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
 	for i, st := range sc.Steps {
@@ -122,7 +122,7 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 		}
 	}
 	if sc.WantStatus != "" {
-		out, err := exec.CommandContext(ctx, r.Exe, "status", "--store", vars["{{store}}"], "--key", vars["{{key}}"], "--json").Output()
+		out, err := r.command(ctx, "status", "--store", vars["{{store}}"], "--key", vars["{{key}}"], "--json").Output()
 		var st struct{ Status string }
 		if err == nil {
 			err = json.Unmarshal(out, &st)
@@ -136,6 +136,13 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 		}
 	}
 	return got, nil
+}
+
+// command is the binary with the runner's environment.
+func (r Runner) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.Exe, args...)
+	cmd.Env = append(os.Environ(), r.Env...)
+	return cmd
 }
 
 func keyOf(sc Scenario, file string) (gate.Key, error) {

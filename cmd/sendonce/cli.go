@@ -127,6 +127,8 @@ func commands() []command {
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"scenarios run", "run the policy scenario suite (replayed deliveries, real processes)", cmdScenarios},
+		{"scenarios history", "run the randomized history checker (kills, pauses, restarts) and check it", cmdScenarioHistory},
+		{"scenarios worker", "one executor of the history checker (used by scenarios history)", cmdScenarioWorker},
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/scenarios"
 )
 
@@ -65,6 +67,67 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	})
 	if failed > 0 {
 		return exitError{1, fmt.Errorf("%d scenario(s) failed", failed)}
+	}
+	return nil
+}
+
+// cmdScenarioWorker is one executor of the history checker (scenarios.Worker): a real
+// process on the shared store, with a send that leaves a trace in a log.
+func cmdScenarioWorker(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("scenarios worker", "--sends FILE --task ID --key KEY --lease DUR")
+	sends := fs.String("sends", "", "the sends log `FILE`")
+	task := fs.String("task", "", "the task `ID`")
+	keyFlag := fs.String("key", "", "the `KEY`")
+	lease := fs.Duration("lease", time.Second, "the lease")
+	unsafe := fs.Bool("unsafe", false, "send without asking the gate (only to show that the checker catches duplicates)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	k, err := gate.ParseKey(*keyFlag)
+	if err != nil {
+		return err
+	}
+	path, err := env.storeFile()
+	if err != nil {
+		return err
+	}
+	return scenarios.Worker(ctx, path, *sends, *task, k, *lease, *unsafe)
+}
+
+// cmdScenarioHistory runs the history checker and prints its counts.
+func cmdScenarioHistory(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("scenarios history", "[--rounds N] [--keys N] [--workers N] [--lease DUR]")
+	cfg := scenarios.HistoryConfig{}
+	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds, each with fresh keys")
+	fs.IntVar(&cfg.Keys, "keys", 3, "keys per round")
+	fs.IntVar(&cfg.Workers, "workers", 4, "worker processes per key per round")
+	fs.DurationVar(&cfg.Lease, "lease", 600*time.Millisecond, "the workers' lease")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Exe = exe
+	dir, err := os.MkdirTemp("", "sendonce-history-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rep, err := scenarios.RunHistory(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	env.print(rep, func(w io.Writer) {
+		fmt.Fprintf(w, "rounds %d, processes %d, faults: %d kills, %d pauses past the lease, %d restarts\nsends %d, unknowns resolved by the sends log %d, duplicates %d\n",
+			rep.Rounds, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
+		for _, v := range rep.Violations {
+			fmt.Fprintf(w, "VIOLATION: %s\n", v)
+		}
+	})
+	if len(rep.Violations) > 0 {
+		return exitError{1, fmt.Errorf("%d violation(s)", len(rep.Violations))}
 	}
 	return nil
 }

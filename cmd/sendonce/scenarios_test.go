@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/scenarios"
 )
@@ -45,5 +46,33 @@ func TestScenariosCommand(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || len(v.Scenarios) != 1 || !v.Scenarios[0].Pass || v.Scenarios[0].Got == "" {
 		t.Fatalf("exit %d, %q: %v", code, out, err)
+	}
+}
+
+// TestHistoryChecker runs a bounded randomized history (kills, pauses past the lease,
+// restarts) of real worker processes on one SQLite store and checks it: zero
+// duplicate sends, no grant after consumption, no send without a crossing before it,
+// every resolution backed by a send. The same checker run with workers that skip the
+// gate must find duplicates: the checker can fail.
+func TestHistoryChecker(t *testing.T) {
+	cfg := scenarios.HistoryConfig{Exe: self(t), Env: []string{"SENDONCE_AS_CLI=1"}, Rounds: 3, Keys: 3, Workers: 4, Lease: 600 * time.Millisecond}
+	rep, err := scenarios.RunHistory(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("processes %d, kills %d, pauses %d, restarts %d, sends %d, resolved %d, duplicates %d", rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
+	if len(rep.Violations) > 0 || rep.Duplicates > 0 {
+		t.Fatalf("violations: %v", rep.Violations)
+	}
+	if rep.Sends == 0 || rep.Processes < cfg.Rounds*cfg.Keys*cfg.Workers {
+		t.Fatalf("the run did nothing worth checking: %+v", rep)
+	}
+	cfg.Unsafe, cfg.Rounds = true, 1
+	rep, err = scenarios.RunHistory(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Duplicates == 0 {
+		t.Fatalf("workers that skip the gate sent %d times with no duplicate found: the checker cannot fail", rep.Sends)
 	}
 }
