@@ -102,6 +102,7 @@ func cmdScenarioHistory(ctx context.Context, env *environment, args []string) er
 	fs.IntVar(&cfg.Keys, "keys", 3, "keys per round")
 	fs.IntVar(&cfg.Workers, "workers", 4, "worker processes per key per round")
 	fs.DurationVar(&cfg.Lease, "lease", 600*time.Millisecond, "the workers' lease")
+	fs.BoolVar(&cfg.Unsafe, "unsafe", false, "a control run: workers skip the gate, and the checker must report duplicates")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
