@@ -739,3 +739,27 @@ func BenchmarkLiveDelivery(b *testing.B) {
 		}
 	}
 }
+
+// TestLiveDryRun: --dry-run reads the visible title, claims nothing, crosses nothing,
+// and exits 0 only when a real run would proceed.
+func TestLiveDryRun(t *testing.T) {
+	l := newLive(t)
+	file, _ := l.file("dry.txt")
+	before := uploads(t, l.bed.uploadDir(t))
+	m, code, _ := l.deliver(file, "Bob", "--dry-run")
+	if code != 0 || m["outcome"] != "dry_run" || m["title_matches"] != true || m["would_proceed"] != true {
+		t.Fatalf("dry run to Bob exited %d; want 0 with the title matching\n%s", code, describe(m))
+	}
+	key, _ := m["key"].(string)
+	if st := l.status(key); st["status"] != "free" {
+		t.Fatalf("after a dry run the key is %v; want free: a dry run claims nothing", st["status"])
+	}
+	m, code, _ = l.deliver(file, "Bobby", "--dry-run")
+	if code != exitNotSent || m["title_matches"] != false || m["would_proceed"] != false {
+		t.Fatalf("dry run to Bobby exited %d; want 8, title not matching\n%s", code, describe(m))
+	}
+	time.Sleep(time.Second)
+	if fresh := newUploads(before, uploads(t, l.bed.uploadDir(t))); len(fresh) != 0 {
+		t.Fatalf("a dry run uploaded %v", fresh)
+	}
+}
