@@ -51,21 +51,10 @@ func Worker(ctx context.Context, storePath, sendsLog, task string, key gate.Key,
 	p := res.Permit
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // renew at a third of the lease; a paused process renews nothing
-		t := time.NewTicker(lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := s.Renew(ctx, p, lease); err != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	store.KeepAlive(ctx, lease/3, cancel, func(ctx context.Context) error {
+		_, err := s.Renew(ctx, p, lease)
+		return err
+	})
 	jitter := func() { time.Sleep(time.Duration(randInt(40)) * time.Millisecond) }
 	jitter()
 	if err := s.Check(ctx, p, gate.OpenPicker); err != nil {

@@ -735,3 +735,29 @@ func notes(evs []Event, latest *AttemptRecord) []string {
 	}
 	return out
 }
+
+// KeepAlive calls renew every interval until ctx ends, in its own goroutine. When renew
+// fails (a fenced or expired permit) it calls stop, so the work it guards ends at once,
+// and reports the error on the returned channel, which is closed when it returns. A
+// paused process renews nothing: its lease expires and its token is fenced.
+func KeepAlive(ctx context.Context, interval time.Duration, stop context.CancelFunc, renew func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := renew(ctx); err != nil && ctx.Err() == nil {
+				stop()
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
+}

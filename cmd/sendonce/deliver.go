@@ -269,11 +269,20 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDe
 		return env.dryRun(ctx, runner, rec, out)
 	}
 	claimedAt := time.Now()
+	// Both leases are renewed while the delivery runs; a refused renewal (fenced,
+	// expired) stops it at once, and a paused process renews nothing.
 	runCtx, stopRenewing := context.WithCancel(ctx)
-	renewed := env.keepLeases(runCtx, stopRenewing, s, permit, lease, f.lease)
+	renewed := store.KeepAlive(runCtx, f.lease/3, stopRenewing, func(ctx context.Context) error {
+		if _, err := s.Renew(ctx, permit, f.lease); err != nil {
+			return err
+		}
+		return s.RenewDisplay(ctx, lease, f.lease)
+	})
 	res, err := runner.Deliver(runCtx)
 	stopRenewing()
-	<-renewed
+	if rerr := <-renewed; rerr != nil {
+		env.log.Warn().Err(rerr).Msg("lease renewal refused: stopped")
+	}
 	if err != nil {
 		env.log.Warn().Err(err).Msg("delivery stopped")
 		out.Stopped = err.Error()
@@ -284,36 +293,6 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open openDe
 			FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: claimedAt.Add(-time.Minute), Until: time.Now().Add(time.Minute)})
 	}
 	return env.finish(ctx, s, permit, rec, out, objectID)
-}
-
-// keepLeases renews the key's and the display's leases every third of the lease while
-// the delivery runs. A worker that is paused (or whose renewal is refused) stops
-// renewing, its leases expire, another task may take over, and the fencing token
-// refuses it at its next step. A refused renewal stops this delivery at once.
-func (env *environment) keepLeases(ctx context.Context, stop context.CancelFunc, s *store.Store, p *store.Permit, d *store.DisplayLease, lease time.Duration) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_, err := s.Renew(ctx, p, lease)
-			if err == nil {
-				err = s.RenewDisplay(ctx, d, lease)
-			}
-			if err != nil && ctx.Err() == nil {
-				env.log.Warn().Err(err).Msg("lease renewal refused: stopping")
-				stop()
-				return
-			}
-		}
-	}()
-	return done
 }
 
 // providerWanted: a provider id in the xmpp namespace and an account to ask with.
