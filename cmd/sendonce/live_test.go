@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -17,12 +16,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/testbed"
 )
 
 // Live end-to-end tests: the real CLI (this test binary re-executed as sendonce) delivers
@@ -68,51 +67,14 @@ func (b *testBed) bobsArchive(tb testing.TB) string {
 
 // loadTestBed reads a state.env and checks that the test bed it describes is up.
 func loadTestBed(path string) (*testBed, error) {
-	f, err := os.Open(path)
+	st, err := testbed.Load(path, "DISPLAY", "STAGING", "UPLOAD_DIR", "PROSODY_DATA")
 	if err != nil {
-		return nil, fmt.Errorf("reading the test bed state: %v (start a test bed with testbed/up; it writes $TESTBED_DIR/state.env)", err)
+		return nil, err
 	}
-	defer f.Close()
-	b := &testBed{stateFile: path, vars: map[string]string{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		b.vars[k] = v
+	if fi, err := os.Stat(st.Vars["STAGING"]); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("the test bed's STAGING %s is not a folder: %v", st.Vars["STAGING"], err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %v", path, err)
-	}
-	if b.vars["READY"] != "1" {
-		return nil, fmt.Errorf("the test bed state %s has no READY=1: testbed/up did not finish (run it again)", path)
-	}
-	for _, k := range []string{"DISPLAY", "STAGING", "UPLOAD_DIR", "PROSODY_DATA"} {
-		if b.vars[k] == "" {
-			return nil, fmt.Errorf("the test bed state %s has no %s", path, k)
-		}
-	}
-	for _, k := range []string{"XVFB_PID", "PROSODY_PID", "GAJIM_PID"} {
-		pid, err := strconv.Atoi(b.vars[k])
-		if err != nil || pid <= 0 {
-			return nil, fmt.Errorf("the test bed state %s has no valid %s (%q)", path, k, b.vars[k])
-		}
-		if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-			return nil, fmt.Errorf("the test bed of %s is not running: %s=%d: %v (restart it: TESTBED_DIR=%s testbed/up)", path, k, pid, err, filepath.Dir(path))
-		}
-	}
-	if fi, err := os.Stat(b.vars["STAGING"]); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("the test bed's STAGING %s is not a folder: %v", b.vars["STAGING"], err)
-	}
-	return b, nil
+	return &testBed{stateFile: st.File, vars: st.Vars}, nil
 }
 
 // selfStarted is the test bed these tests started themselves, once per test binary.
@@ -120,10 +82,10 @@ var selfStarted struct {
 	once sync.Once
 	bed  *testBed
 	err  error
-	// watchdog is the write end of a pipe whose read end a watchdog process reads:
-	// when this process exits (normally, by a panic, a test timeout or a signal) the
-	// kernel closes it, the watchdog reads end of file and runs testbed/down.
-	watchdog *os.File
+	// teardown holds the watchdog's pipe open: when this process exits (normally, by a
+	// panic, a test timeout or a signal) the kernel closes it and the watchdog runs
+	// testbed/down.
+	teardown func() error
 }
 
 // liveTestBed returns the test bed the live tests use; it fails tb when there is none
@@ -161,63 +123,19 @@ func liveTestBed(tb testing.TB) *testBed {
 	return b
 }
 
-// startTestBed runs testbed/up in a new temporary folder, after arming a watchdog that
-// tears it down (testbed/down, then removes the folder) when this process exits.
+// startTestBed starts a test bed whose teardown runs when this process exits: the
+// teardown is kept referenced (and never called) until then.
 func startTestBed() (*testBed, error) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return nil, err
 	}
-	up, down := filepath.Join(repo, "testbed", "up"), filepath.Join(repo, "testbed", "down")
-	for _, p := range []string{up, down} {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("no test bed script: %v", err)
-		}
-	}
-	dir, err := os.MkdirTemp("", "sendonce-live-testbed-")
+	st, teardown, err := testbed.Start(repo, "DISPLAY", "STAGING", "UPLOAD_DIR", "PROSODY_DATA")
+	selfStarted.teardown = teardown
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(dir, 0o755); err != nil { // Gajim's user must reach staging/
-		return nil, err
-	}
-	upLog := dir + ".up.log"
-
-	r, w, err := os.Pipe() // close-on-exec: no child of this process keeps w open
-	if err != nil {
-		return nil, err
-	}
-	script := `cat >/dev/null; TESTBED_DIR="$1" "$2" >"$1.down.log" 2>&1 && rm -rf -- "$1" "$1.down.log" "$1.up.log"`
-	wd := exec.Command("sh", "-c", script, "sendonce-live-watchdog", dir, down)
-	// Stdout and stderr stay /dev/null, so `go test` never waits on them; its own process
-	// group, so a Ctrl+C to the test's group does not kill it before it tears down.
-	wd.Stdin = r
-	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := wd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil, fmt.Errorf("starting the teardown watchdog: %v", err)
-	}
-	r.Close()
-	selfStarted.watchdog = w // kept open (and referenced) until the process exits
-	go wd.Wait()
-
-	logf, err := os.Create(upLog)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, up)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "TESTBED_DIR="+dir)
-	cmd.Stdout, cmd.Stderr = logf, logf // a file, not a pipe: the daemons up starts must not hold us
-	if err := cmd.Run(); err != nil {
-		log, _ := os.ReadFile(upLog)
-		return nil, fmt.Errorf("TESTBED_DIR=%s testbed/up: %v\n%s", dir, err, tail(string(log), 40))
-	}
-	return loadTestBed(filepath.Join(dir, "state.env"))
+	return &testBed{stateFile: st.File, vars: st.Vars}, nil
 }
 
 // uploads is what the upload folder holds: *.bin file name -> SHA-256 of its bytes.

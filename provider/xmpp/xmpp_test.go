@@ -1,7 +1,6 @@
 package xmpp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,21 +8,18 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/xml"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/testbed"
 
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp/jid"
@@ -77,38 +73,11 @@ func (b *testBed) get(t testing.TB, key string) string {
 }
 
 func loadTestBed(path string) (*testBed, error) {
-	f, err := os.Open(path)
+	st, err := testbed.Load(path, "C2S_PORT", "HTTPS_PORT", "ALICE_JID", "ALICE_PASSWORD", "BOB_JID", "PROSODY_DATA")
 	if err != nil {
-		return nil, fmt.Errorf("reading the test bed state: %v (start a test bed with testbed/up; it writes $TESTBED_DIR/state.env)", err)
+		return nil, err
 	}
-	defer f.Close()
-	b := &testBed{stateFile: path, vars: map[string]string{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if ok && k != "" && !strings.HasPrefix(k, "#") {
-			b.vars[k] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %v", path, err)
-	}
-	if b.vars["READY"] != "1" {
-		return nil, fmt.Errorf("the test bed state %s has no READY=1: testbed/up did not finish", path)
-	}
-	for _, k := range []string{"C2S_PORT", "HTTPS_PORT", "ALICE_JID", "ALICE_PASSWORD", "BOB_JID", "PROSODY_DATA"} {
-		if b.vars[k] == "" {
-			return nil, fmt.Errorf("the test bed state %s has no %s", path, k)
-		}
-	}
-	pid, err := strconv.Atoi(b.vars["PROSODY_PID"])
-	if err != nil || pid <= 0 {
-		return nil, fmt.Errorf("the test bed state %s has no valid PROSODY_PID", path)
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return nil, fmt.Errorf("the test bed of %s is not running (Prosody %d: %v); restart it: TESTBED_DIR=%s testbed/up", path, pid, err, filepath.Dir(path))
-	}
-	return b, nil
+	return &testBed{stateFile: st.File, vars: st.Vars}, nil
 }
 
 // liveTestBed returns the test bed to use, starting one (torn down with t's
@@ -144,69 +113,18 @@ func liveTestBed(t *testing.T) *testBed {
 	return b
 }
 
-// startTestBed runs testbed/up in a new temporary folder. A watchdog process runs
-// testbed/down when teardown is called or, failing that, when this process exits
-// however it exits (the kernel closes the pipe it waits on).
+// startTestBed starts a test bed in a new temporary folder; teardown stops it (and a
+// watchdog does if this process dies first).
 func startTestBed() (*testBed, func() error, error) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return nil, nil, err
 	}
-	up, down := filepath.Join(repo, "testbed", "up"), filepath.Join(repo, "testbed", "down")
-	for _, p := range []string{up, down} {
-		if _, err := os.Stat(p); err != nil {
-			return nil, nil, fmt.Errorf("no test bed script: %v", err)
-		}
-	}
-	dir, err := os.MkdirTemp("", "sendonce-provider-testbed-")
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // testbed/up wants it reachable by Gajim's user
-		return nil, nil, err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	script := `cat >/dev/null; TESTBED_DIR="$1" "$2" >"$1.down.log" 2>&1 && rm -rf -- "$1" "$1.down.log" "$1.up.log"`
-	wd := exec.Command("sh", "-c", script, "sendonce-provider-watchdog", dir, down)
-	wd.Stdin = r
-	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl+C to the test does not kill it first
-	if err := wd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil, nil, fmt.Errorf("starting the teardown watchdog: %v", err)
-	}
-	r.Close()
-	teardown := func() error {
-		w.Close()
-		err := wd.Wait()
-		if err != nil {
-			log, _ := os.ReadFile(dir + ".down.log")
-			return fmt.Errorf("testbed/down: %v\n%s", err, log)
-		}
-		return nil
-	}
-
-	upLog := dir + ".up.log"
-	logf, err := os.Create(upLog)
+	st, teardown, err := testbed.Start(repo, "C2S_PORT", "HTTPS_PORT", "ALICE_JID", "ALICE_PASSWORD", "BOB_JID", "PROSODY_DATA")
 	if err != nil {
 		return nil, teardown, err
 	}
-	defer logf.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, up)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "TESTBED_DIR="+dir)
-	cmd.Stdout, cmd.Stderr = logf, logf // a file: the daemons up starts must not hold a pipe of ours
-	if err := cmd.Run(); err != nil {
-		log, _ := os.ReadFile(upLog)
-		return nil, teardown, fmt.Errorf("TESTBED_DIR=%s testbed/up: %v\n%s", dir, err, log)
-	}
-	b, err := loadTestBed(filepath.Join(dir, "state.env"))
-	return b, teardown, err
+	return &testBed{stateFile: st.File, vars: st.Vars}, teardown, nil
 }
 
 // aliceConfig is the provider's configuration for the test bed's alice.
