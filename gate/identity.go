@@ -140,9 +140,14 @@ func canonicalJID(s string) (string, error) {
 	if strings.ContainsAny(l, jidForbiddenLocal) {
 		return "", fmt.Errorf("%w: xmpp local part %q has a character JIDs forbid", ErrInvalid, local)
 	}
-	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".")
+	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".") // the root's dot names nothing
 	if d == "" || len(d) > 1023 {
 		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" {
+			return "", fmt.Errorf("%w: xmpp domain %q has an empty label", ErrInvalid, domain)
+		}
 	}
 	for _, r := range d {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || strings.ContainsRune("@/\"&'<>", r) {

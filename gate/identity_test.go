@@ -70,7 +70,7 @@ func TestProviderIDCanonicalForm(t *testing.T) {
 			t.Errorf("ProviderID(%q) = %s (%s); want %s strong", tt.in, id, id.Strength(), tt.want)
 		}
 	}
-	for _, bad := range []string{"", "bob@localhost", "xmpp:", "xmpp:localhost", "xmpp:@localhost", "xmpp:bob@", "xmpp:b ob@localhost", "xmpp:bob@local host", "slack:C123", "title:Bob", ":x", "xmpp:bo\u200bb@localhost"} {
+	for _, bad := range []string{"", "bob@localhost", "xmpp:", "xmpp:localhost", "xmpp:@localhost", "xmpp:bob@", "xmpp:b ob@localhost", "xmpp:bob@local host", "slack:C123", "title:Bob", ":x", "xmpp:bo\u200bb@localhost", "xmpp:0@..", "xmpp:a@b..c", "xmpp:a@.b"} {
 		if id, err := ProviderID(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ProviderID(%q) = %v, %v; want ErrInvalid", bad, id, err)
 		}
