@@ -16,6 +16,18 @@ import (
 // exit code 2.
 var ErrInvalid = errors.New("invalid input")
 
+// Invalidf is bad input with a message that stands on its own (no "invalid input:"
+// prefix), for errors that name what the caller gave ("cannot read x.txt: ..."). It
+// matches ErrInvalid with errors.Is.
+func Invalidf(format string, args ...any) error {
+	return invalidError(fmt.Sprintf(format, args...))
+}
+
+type invalidError string
+
+func (e invalidError) Error() string        { return string(e) }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+
 // Strength says how much an identity can be trusted to name one destination.
 type Strength string
 

@@ -105,3 +105,44 @@ func Match(a Answer, d Dispatch, taken map[string]bool) (confirm *Object, wrongB
 	}
 	return nil, wrongBytes, wrongRecipient
 }
+
+// Bindings says which dispatch a provider object is already bound to: "" when none.
+// The store implements it.
+type Bindings interface {
+	ObjectBinding(ctx context.Context, objectID string) (string, error)
+}
+
+// Verdict is one lookup of one dispatch, matched.
+type Verdict struct {
+	Answer  Answer
+	Confirm *Object // the object that confirms the dispatch, if any
+	// Pick is the object the answer is about: Confirm, else the first object with other
+	// bytes at the destination, else the first with these bytes at another recipient.
+	Pick *Object
+}
+
+// Ask looks d up once and matches the answer, leaving out objects that are bound to
+// another dispatch (one provider object is proof for one dispatch only). A lookup that
+// fails is an Answer with Result CantTell: Ask returns no error.
+func Ask(ctx context.Context, p Provider, d Dispatch, bound Bindings) Verdict {
+	ans, err := p.Lookup(ctx, d)
+	if err != nil {
+		ans = Answer{Result: CantTell, Detail: err.Error()}
+	}
+	taken := map[string]bool{}
+	for _, o := range ans.Objects {
+		if id, err := bound.ObjectBinding(ctx, o.ID); err == nil && id != "" && id != d.DispatchID {
+			taken[o.ID] = true
+		}
+	}
+	v := Verdict{Answer: ans}
+	confirm, wrongBytes, wrongRecipient := Match(ans, d, taken)
+	v.Confirm, v.Pick = confirm, confirm
+	if v.Pick == nil {
+		v.Pick = wrongBytes
+	}
+	if v.Pick == nil {
+		v.Pick = wrongRecipient
+	}
+	return v
+}

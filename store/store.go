@@ -28,6 +28,10 @@ import (
 // caller must fail closed: grant nothing, touch nothing. The CLI maps it to exit code 5.
 var ErrUnavailable = errors.New("store unavailable (fail closed: nothing was done)")
 
+// ErrNotInitialized means there is no store at the location (missing, empty, or not a
+// sendonce store). Only 'sendonce init' creates one; callers fail closed.
+var ErrNotInitialized = errors.New("no sendonce store here: create one with 'sendonce init'")
+
 // ErrPassUsed is returned by Pass.Use the second time.
 var ErrPassUsed = errors.New("this pass was already used: a crossing permits one action")
 

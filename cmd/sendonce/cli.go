@@ -16,35 +16,64 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/sendonce/sendonce/driver"
-	"github.com/sendonce/sendonce/gate"
-	"github.com/sendonce/sendonce/store"
-	"github.com/sendonce/sendonce/store/sqlite"
+	"github.com/sendonce/sendonce"
+		"github.com/sendonce/sendonce/gate"
 )
 
 // Exit codes: the contract with every caller. Documented in the README; never renumbered.
 const (
-	exitOK          = 0
-	exitUsage       = 2 // usage or bad input
-	exitConsumed    = 3 // refused: consumed or crossed
-	exitHeld        = 4 // refused: another executor holds it
-	exitFailClosed  = 5 // refused: the store is unavailable (fail closed)
-	exitStale       = 6 // refused: stale or expired permit
-	exitUnknown     = 7 // deliver: send_status_unknown
-	exitNotSent     = 8 // deliver: not_sent, stopped safely before any boundary
-	exitRejected    = 9 // deliver: sent_rejected
-	exitInterrupted = 130
+	exitOK           = 0
+	exitVerifyFailed = 1 // evidence verify, report, export: the bundle cannot be trusted
+	exitUsage        = 2 // usage or bad input
+	exitConsumed     = 3 // refused: consumed or crossed
+	exitHeld         = 4 // refused: another executor holds it
+	exitFailClosed   = 5 // refused: the store is unavailable (fail closed)
+	exitStale        = 6 // refused: stale or expired permit
+	exitUnknown      = 7 // deliver: send_status_unknown
+	exitNotSent      = 8 // deliver: not_sent, stopped safely before any boundary
+	exitRejected     = 9 // deliver: sent_rejected
+	exitInterrupted  = 130
 )
+
+// exitCodes is the one table from the errors callers branch on to exit codes, in the
+// order they are tried.
+var exitCodes = []struct {
+	err  error
+	code int
+}{
+	{sendonce.ErrInvalid, exitUsage},
+	{sendonce.ErrNotInitialized, exitFailClosed},
+	{sendonce.ErrUnavailable, exitFailClosed},
+	{sendonce.ErrConsumed, exitConsumed},
+	{sendonce.ErrStale, exitStale},
+	{sendonce.ErrHeld, exitHeld},
+	{context.Canceled, exitInterrupted},
+	{sendonce.ErrEvidence, exitVerifyFailed},
+}
+
+// outcomeExit is the exit code an outcome maps to, as deliver and classify use them.
+func outcomeExit(o gate.Outcome) int {
+	switch o {
+	case gate.SentVerified:
+		return exitOK
+	case gate.NotSent:
+		return exitNotSent
+	case gate.SentRejected:
+		return exitRejected
+	}
+	return exitUnknown
+}
 
 // usageError is bad command-line input.
 type usageError struct{ msg string }
 
-func (e usageError) Error() string { return e.msg }
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == sendonce.ErrInvalid }
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
-// exitError carries an exit code chosen by a command (deliver's outcome codes).
+// exitError carries an exit code chosen by a command from its result (an outcome).
 type exitError struct {
 	code int
 	err  error
@@ -54,27 +83,30 @@ func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
 func exitCode(err error) int {
-	var u usageError
 	var x exitError
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.As(err, &x):
+	}
+	if errors.As(err, &x) {
 		return x.code
-	case errors.As(err, &u), errors.Is(err, gate.ErrInvalid):
-		return exitUsage
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, sqlite.ErrNotInitialized):
-		return exitFailClosed
-	case errors.Is(err, gate.ErrConsumed):
-		return exitConsumed
-	case errors.Is(err, gate.ErrStale):
-		return exitStale
-	case errors.Is(err, gate.ErrHeld):
-		return exitHeld
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
+	}
+	for _, e := range exitCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
 	}
 	return exitFailClosed // an error nobody classified: refuse rather than guess
+}
+
+// message is an error as the CLI prints it: a request field is named by its flag.
+func message(err error) string {
+	if fe, ok := err.(*sendonce.FieldError); ok {
+		if fe.Field == "app" {
+			return "deliver: " + fe.Err.Error()
+		}
+		return "--" + strings.ReplaceAll(fe.Field, "_", "-") + ": " + fe.Err.Error()
+	}
+	return err.Error()
 }
 
 // environment is what a command may touch of the outside world.
@@ -84,23 +116,16 @@ type environment struct {
 
 	// Global flags.
 	storePath   string
+	evidenceDir string // --evidence-dir of the commands that have it
 	jsonOut     bool
 	logFormat   string
 	lockTimeout time.Duration
 
 	log zerolog.Logger
-	// onOutcome, when set, is told a delivery's outcome (record saves its fixture).
-	onOutcome func(outcome string) error
-	// desktop, when set, opens the desktop deliver drives instead of the live X11 one
-	// (replay tests set it).
-	desktop openDesktop
 	// printed is set once a command printed its JSON object, so errors after it do not
 	// print a second one.
 	printed bool
 }
-
-// openDesktop opens the desktop a delivery drives.
-type openDesktop func(display string) (driver.Driver, func(), error)
 
 // command is one subcommand: its name, a one-line summary, and its body.
 type command struct {
@@ -262,6 +287,12 @@ func (env *environment) print(obj any, text func(w io.Writer)) {
 	text(env.stdout)
 }
 
+// errorOutput is the one JSON object a failed command prints with --json.
+type errorOutput struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
 // fail reports an error: as the one JSON object on stdout with --json, else on stderr.
 func (env *environment) fail(err error, code int) {
 	var x exitError
@@ -272,25 +303,22 @@ func (env *environment) fail(err error, code int) {
 		if !env.printed {
 			enc := json.NewEncoder(env.stdout)
 			enc.SetEscapeHTML(false)
-			enc.Encode(map[string]any{"error": err.Error(), "exit_code": code})
+			enc.Encode(errorOutput{Error: message(err), ExitCode: code})
 		}
 		return
 	}
 	if !env.printed {
-		fmt.Fprintf(env.stderr, "sendonce: %v\n", err)
+		fmt.Fprintf(env.stderr, "sendonce: %s\n", message(err))
 	}
 }
 
 const defaultStoreHint = "$XDG_STATE_HOME/sendonce/sendonce.db or ~/.local/state/sendonce/sendonce.db"
 
-// storeFile resolves the one store path: --store, $SENDONCE_STORE, else the default.
-func (env *environment) storeFile() (string, error) {
-	p := env.storePath
-	if strings.HasPrefix(p, "postgres://") || strings.HasPrefix(p, "postgresql://") {
-		return "", usagef("PostgreSQL stores are not supported yet; use a SQLite file path")
-	}
-	if p != "" {
-		return p, nil
+// storeLocation resolves the one store location: --store, $SENDONCE_STORE, else the
+// default file in the user's state folder. The library has no default; this is the CLI's.
+func (env *environment) storeLocation() (string, error) {
+	if env.storePath != "" {
+		return env.storePath, nil
 	}
 	if d := env.getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "sendonce", "sendonce.db"), nil
@@ -302,17 +330,38 @@ func (env *environment) storeFile() (string, error) {
 	return filepath.Join(home, ".local", "state", "sendonce", "sendonce.db"), nil
 }
 
-// openStore opens the existing store; a missing one fails closed.
-func (env *environment) openStore(ctx context.Context) (*store.Store, error) {
-	path, err := env.storeFile()
+// options are the library options the global flags and the environment give.
+func (env *environment) options() sendonce.Options {
+	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, Getenv: env.getenv, Hook: env.logEvent}
+}
+
+// open opens the existing store; a missing one fails closed.
+func (env *environment) open(ctx context.Context) (*sendonce.Client, error) {
+	loc, err := env.storeLocation()
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqlite.Open(ctx, path, sqlite.Options{LockTimeout: env.lockTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	return sendonce.Open(ctx, loc, env.options())
+}
+
+// logEvent writes the library's progress and warnings: progress lines on stderr in text
+// mode, the rest to the log.
+func (env *environment) logEvent(e sendonce.Event) {
+	switch e.Level {
+	case sendonce.LevelProgress:
+		if !env.jsonOut {
+			fmt.Fprintf(env.stderr, "  %s\n", e.Message)
+		}
+		return
+	case sendonce.LevelWarn:
+		ev := env.log.Warn()
+		if e.Err != "" {
+			ev = ev.Str("error", e.Err)
+		}
+		ev.Str("key", e.Key).Str("dispatch", e.DispatchID).Str("detail", e.Detail).Msg(e.Message)
+	default:
+		env.log.Info().Str("key", e.Key).Str("dispatch", e.DispatchID).Str("detail", e.Detail).Msg(e.Message)
 	}
-	return store.New(b), nil
 }
 
 // killpoint is a documented test hook: with SENDONCE_TEST_KILL_AFTER=NAME in the

@@ -8,39 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/evidence"
-	"github.com/sendonce/sendonce/gate"
 )
-
-// exitVerifyFailed: 'evidence verify', 'report' and 'export' found a problem in the bundle.
-const exitVerifyFailed = 1
-
-// openBundle verifies a bundle folder or exported archive; a steps.jsonl path means its
-// folder.
-func openBundle(path, pubKey string) (*evidence.Bundle, func(), error) {
-	opt := evidence.VerifyOptions{}
-	if pubKey != "" {
-		pub, err := base64.StdEncoding.DecodeString(pubKey)
-		if err != nil || len(pub) != ed25519.PublicKeySize {
-			return nil, func() {}, usagef("--public-key must be a base64 ed25519 public key")
-		}
-		opt.PublicKey = pub
-	}
-	if filepath.Base(path) == "steps.jsonl" {
-		path = filepath.Dir(path)
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, func() {}, usagef("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	b, cleanup, err := evidence.Open(path, opt)
-	if err != nil {
-		return nil, cleanup, exitError{exitVerifyFailed, err}
-	}
-	return b, cleanup, nil
-}
 
 func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("evidence verify", "BUNDLE [--public-key BASE64] [--store PATH]")
@@ -49,60 +21,49 @@ func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	b, cleanup, err := openBundle(pos[0], *pubKey)
-	defer cleanup()
+	req := sendonce.VerifyRequest{Path: pos[0]}
+	if *pubKey != "" {
+		pub, err := base64.StdEncoding.DecodeString(*pubKey)
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			return usagef("--public-key must be a base64 ed25519 public key")
+		}
+		req.PublicKey = pub
+	}
+	var res sendonce.VerifyResult
+	if env.storePath == "" {
+		res, err = sendonce.VerifyEvidence(req)
+	} else {
+		var c *sendonce.Client
+		if c, err = env.open(ctx); err != nil {
+			return err
+		}
+		defer c.Close()
+		res, err = c.VerifyEvidence(ctx, req)
+	}
 	if err != nil {
 		return err
 	}
-	checked := "not checked against a store (give --store or set SENDONCE_STORE)"
-	if env.storePath != "" {
-		if err := env.checkAgainstStore(ctx, b); err != nil {
-			return err
-		}
-		checked = "every chain head the store recorded for this dispatch is in the bundle"
-	}
 	state := "sealed"
-	if !b.Sealed() {
+	if !res.Sealed {
 		state = "NOT SEALED (the attempt may still run, or its process died)"
 	}
-	out := map[string]any{"verified": true, "sealed": b.Sealed(), "records": len(b.Records), "chain_head": b.Head(),
-		"dispatch_id": b.Manifest.DispatchID, "identity_strength": b.Manifest.IdentityStrength, "store_check": checked}
-	if b.Sealed() {
-		out["seal_outcome"], out["signed"] = b.Seal.Outcome, b.Seal.Signature != ""
-	}
-	env.print(out, func(w io.Writer) {
-		fmt.Fprintf(w, "verified: %s, %s, %d records, chain head %s\nstore: %s\n", pos[0], state, len(b.Records), b.Head(), checked)
-		if b.Manifest.IdentityStrength != "strong" {
-			fmt.Fprintf(w, "WEAK identity: the destination was named by its visible title %q only\n", b.Manifest.Title)
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "verified: %s, %s, %d records, chain head %s\nstore: %s\n", pos[0], state, res.Records, res.ChainHead, res.StoreCheck)
+		if res.IdentityStrength != "strong" {
+			fmt.Fprintf(w, "WEAK identity: the destination was named by its visible title %q only\n", res.Title)
 		}
 	})
 	return nil
 }
 
-// checkAgainstStore detects steps dropped from a bundle: every chain head the store
-// recorded with a crossing or the outcome of this dispatch must be one of the bundle's.
-func (env *environment) checkAgainstStore(ctx context.Context, b *evidence.Bundle) error {
-	s, err := env.openStore(ctx)
+// createOutput creates a command's output file; remove deletes it again when the
+// command fails.
+func createOutput(path string, flag int) (f *os.File, remove func(), err error) {
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o600)
 	if err != nil {
-		return err
+		return nil, nil, usagef("cannot write %s: %v", path, errors.Unwrap(err))
 	}
-	defer s.Close()
-	a, err := s.AttemptByDispatch(ctx, b.Manifest.DispatchID)
-	if err != nil {
-		return err
-	}
-	if a == nil {
-		return exitError{exitVerifyFailed, fmt.Errorf("%w: the store has no attempt with dispatch id %s", evidence.ErrInvalid, b.Manifest.DispatchID)}
-	}
-	for _, c := range a.Crossings {
-		if c.ChainHead != "" && !b.HasHead(c.ChainHead) {
-			return exitError{exitVerifyFailed, fmt.Errorf("%w: the store recorded chain head %.12s… when %s was crossed, and the bundle never reached it: records were dropped", evidence.ErrInvalid, c.ChainHead, c.Boundary)}
-		}
-	}
-	if a.ChainHead != "" && !b.HasHead(a.ChainHead) {
-		return exitError{exitVerifyFailed, fmt.Errorf("%w: the store recorded chain head %.12s… with the outcome, and the bundle never reached it: records were dropped", evidence.ErrInvalid, a.ChainHead)}
-	}
-	return nil
+	return f, func() { f.Close(); os.Remove(path) }, nil
 }
 
 func cmdEvidenceReport(ctx context.Context, env *environment, args []string) error {
@@ -115,26 +76,25 @@ func cmdEvidenceReport(ctx context.Context, env *environment, args []string) err
 	if *out == "" {
 		return usagef("evidence report: -o FILE is required")
 	}
-	b, cleanup, err := openBundle(pos[0], "")
-	defer cleanup()
+	b, err := sendonce.OpenBundle(pos[0], nil)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	defer b.Close()
+	f, remove, err := createOutput(*out, os.O_TRUNC)
 	if err != nil {
-		return usagef("cannot write %s: %v", *out, errors.Unwrap(err))
-	}
-	c := evidence.ClassifyBundle(b)
-	if err := evidence.WriteReport(f, b, c); err != nil {
-		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	outcome, err := b.WriteReport(f)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		remove()
 		return err
 	}
-	env.print(map[string]any{"report": *out, "outcome": c.Outcome}, func(w io.Writer) {
-		fmt.Fprintf(w, "report written to %s (outcome %s)\n", *out, c.Outcome)
-	})
+	res := sendonce.ReportResult{Report: *out, Outcome: outcome}
+	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "report written to %s (outcome %s)\n", res.Report, res.Outcome) })
 	return nil
 }
 
@@ -148,38 +108,26 @@ func cmdEvidenceExport(ctx context.Context, env *environment, args []string) err
 	if *out == "" || !strings.HasSuffix(*out, ".tar.gz") {
 		return usagef("evidence export: -o FILE.tar.gz is required")
 	}
-	b, cleanup, err := openBundle(pos[0], "")
-	defer cleanup()
+	b, err := sendonce.OpenBundle(pos[0], nil)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	defer b.Close()
+	f, remove, err := createOutput(*out, os.O_EXCL)
 	if err != nil {
-		return usagef("cannot write %s: %v", *out, errors.Unwrap(err))
-	}
-	if err := evidence.Export(b.Dir, f); err != nil {
-		f.Close()
-		os.Remove(*out)
 		return err
 	}
-	if err := f.Close(); err != nil {
+	err = b.Export(f)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		remove()
 		return err
 	}
-	env.print(map[string]any{"archive": *out}, func(w io.Writer) { fmt.Fprintf(w, "exported to %s\n", *out) })
+	res := sendonce.ExportResult{Archive: *out}
+	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "exported to %s\n", res.Archive) })
 	return nil
-}
-
-// outcomeExit is the exit code an outcome maps to, as deliver uses them.
-func outcomeExit(o gate.Outcome) int {
-	switch o {
-	case gate.SentVerified:
-		return exitOK
-	case gate.NotSent:
-		return exitNotSent
-	case gate.SentRejected:
-		return exitRejected
-	}
-	return exitUnknown
 }
 
 func cmdClassify(ctx context.Context, env *environment, args []string) error {
@@ -188,17 +136,9 @@ func cmdClassify(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, cleanup, err := openBundle(pos[0], "")
-	defer cleanup()
-	var c evidence.Classification
-	var u usageError
-	switch {
-	case errors.As(err, &u):
+	c, err := sendonce.Classify(pos[0])
+	if err != nil {
 		return err
-	case err != nil:
-		c = evidence.FailClosed(err)
-	default:
-		c = evidence.ClassifyBundle(b)
 	}
 	env.print(c, func(w io.Writer) {
 		fmt.Fprintf(w, "outcome: %s\n", c.Outcome)
@@ -209,6 +149,10 @@ func cmdClassify(ctx context.Context, env *environment, args []string) error {
 			fmt.Fprintf(w, "  - %s\n", r)
 		}
 	})
+	return classificationExit(c)
+}
+
+func classificationExit(c evidence.Classification) error {
 	code := outcomeExit(c.Outcome)
 	if c.FailClosed {
 		code = exitFailClosed

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
-	"github.com/sendonce/sendonce/store"
 )
 
 // destination is how a command names an intent: --to and/or --dest-id, plus the bytes.
@@ -27,64 +25,16 @@ func (d *destination) register(fs interface {
 	fs.StringVar(&d.sha, "sha256", "", "the SHA-256 of the bytes, when the file is not at hand")
 }
 
-// keys resolves the destination into its keys, strong first.
-func (d *destination) keys() ([]gate.Key, error) {
+// request is the destination and content as the library takes them, after the checks
+// that belong to the flags.
+func (d *destination) request() (sendonce.Destination, sendonce.Content, error) {
 	if d.to == "" && d.destID == "" {
-		return nil, usagef("name the destination with --to TITLE and/or --dest-id NS:ID")
+		return sendonce.Destination{}, sendonce.Content{}, usagef("name the destination with --to TITLE and/or --dest-id NS:ID")
 	}
 	if (d.file == "") == (d.sha == "") {
-		return nil, usagef("give exactly one of --file PATH and --sha256 HEX")
+		return sendonce.Destination{}, sendonce.Content{}, usagef("give exactly one of --file PATH and --sha256 HEX")
 	}
-	var digest gate.Digest
-	var err error
-	if d.file != "" {
-		digest, _, err = hashFile(d.file)
-	} else {
-		digest, err = gate.ParseDigest(d.sha)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var keys []gate.Key
-	if d.destID != "" {
-		id, err := gate.ProviderID(d.destID)
-		if err != nil {
-			return nil, fmt.Errorf("--dest-id: %w", err)
-		}
-		keys = append(keys, gate.KeysFor(id, digest)...)
-	}
-	if d.to != "" {
-		id, err := gate.Title(d.to)
-		if err != nil {
-			return nil, fmt.Errorf("--to: %w", err)
-		}
-		keys = append(keys, gate.KeysFor(id, digest)...)
-	}
-	return keys, nil
-}
-
-// hashFile hashes a regular file's bytes.
-func hashFile(path string) (gate.Digest, int64, error) {
-	var d gate.Digest
-	f, err := os.Open(path)
-	if err != nil {
-		return d, 0, usagef("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return d, 0, usagef("cannot read %s: %v", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return d, 0, usagef("%s is not a regular file", path)
-	}
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return d, 0, usagef("cannot read %s: %v", path, err)
-	}
-	copy(d[:], h.Sum(nil))
-	return d, n, nil
+	return sendonce.Destination{Title: d.to, ProviderID: d.destID}, sendonce.Content{Path: d.file, SHA256: d.sha}, nil
 }
 
 func cmdClaim(ctx context.Context, env *environment, args []string) error {
@@ -92,7 +42,7 @@ func cmdClaim(ctx context.Context, env *environment, args []string) error {
 	var dest destination
 	dest.register(fs)
 	task := fs.String("task", "", "the claiming task's `ID` (required)")
-	lease := fs.Duration("lease", store.DefaultLease, "how long the grant holds before another task may take over")
+	lease := fs.Duration("lease", sendonce.DefaultLease, "how long the grant holds before another task may take over")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -102,65 +52,26 @@ func cmdClaim(ctx context.Context, env *environment, args []string) error {
 	if *lease <= 0 {
 		return usagef("gate claim: --lease must be positive")
 	}
-	keys, err := dest.keys()
+	to, content, err := dest.request()
 	if err != nil {
 		return err
 	}
-	s, err := env.openStore(ctx)
+	c, err := env.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	res, err := s.Claim(ctx, store.ClaimRequest{Keys: keys, Task: *task, Lease: *lease})
-	var refusal *gate.Refusal
-	if err != nil && !errors.As(err, &refusal) {
+	defer c.Close()
+	res, err := c.Claim(ctx, sendonce.ClaimRequest{Destination: to, Content: content, Task: *task, Lease: *lease})
+	if res.Key == "" {
 		return err
 	}
-	env.printClaim(*task, res)
-	if res.Granted {
-		env.log.Info().Str("key", res.Key.String()).Str("task", *task).Uint64("token", res.Permit.Token()).Msg("claim granted")
-	} else {
-		env.log.Info().Str("key", res.Key.String()).Str("task", *task).Str("reason", res.Reason()).Msg("claim refused")
-	}
-	return err
-}
-
-func (env *environment) printClaim(task string, res store.ClaimResult) {
-	keys := make([]string, len(res.Keys))
-	for i, k := range res.Keys {
-		keys[i] = k.Key
-	}
-	out := map[string]any{
-		"decision": "refused", "reason": res.Reason(), "key": res.Key.String(), "keys": keys,
-		"identity_strength": res.Strength, "task": task, "previous_status": res.Previous,
-	}
-	if res.Granted {
-		p := res.Permit
-		out["decision"], out["dispatch_id"], out["token"], out["lease_expires_at"], out["revision"] = "granted", p.DispatchID(), p.Token(), formatTime(p.LeaseExpires()), p.Revision()
-		if res.Fenced != 0 {
-			out["fenced_token"] = res.Fenced
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %s\nkey: %s\n", res.Decision, res.Reason, res.Key)
+		writeStrength(w, res.IdentityStrength)
+		if g := res.Grant; g != nil {
+			fmt.Fprintf(w, "task: %s\ntoken: %d\ndispatch id: %s\nlease expires: %s\n", *task, g.Token, g.DispatchID, g.LeaseExpiresAt)
 		}
-	}
-	if r := res.Refusal; r != nil {
-		out["status"] = r.Status
-		if r.Holder != "" {
-			out["holder"], out["holder_lease_expires_at"] = r.Holder, formatTime(r.HolderLeaseExpires)
-		}
-	}
-	if a := res.Prior; a != nil && !res.Granted {
-		out["prior_attempt"] = attemptJSON(*a)
-	}
-	env.print(out, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s\nkey: %s\n", out["decision"], res.Reason(), res.Key)
-		if res.Strength == gate.Weak {
-			fmt.Fprintln(w, "identity: WEAK (a visible title; two conversations can show the same title)")
-		} else {
-			fmt.Fprintln(w, "identity: strong (a provider id)")
-		}
-		if res.Granted {
-			fmt.Fprintf(w, "task: %s\ntoken: %d\ndispatch id: %s\nlease expires: %s\n", task, res.Permit.Token(), res.Permit.DispatchID(), formatTime(res.Permit.LeaseExpires()))
-		}
-		if a := res.Prior; a != nil && !res.Granted {
+		if a := res.PriorAttempt; a != nil {
 			fmt.Fprintf(w, "earlier attempt: %s by task %s", a.DispatchID, a.Task)
 			if a.Evidence != "" {
 				fmt.Fprintf(w, ", evidence %s", a.Evidence)
@@ -168,42 +79,27 @@ func (env *environment) printClaim(task string, res store.ClaimResult) {
 			fmt.Fprintln(w)
 		}
 	})
+	return err
+}
+
+func writeStrength(w io.Writer, s gate.Strength) {
+	if s == gate.Weak {
+		fmt.Fprintln(w, "identity: WEAK (a visible title; two conversations can show the same title)")
+	} else {
+		fmt.Fprintln(w, "identity: strong (a provider id)")
+	}
 }
 
 // permitFlags are the flags that name an existing permit.
-type permitFlags struct {
-	key, task string
-	token     uint64
-}
+type permitFlags struct{ ref sendonce.PermitRef }
 
 func (p *permitFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	Uint64Var(*uint64, string, uint64, string)
 }) {
-	fs.StringVar(&p.key, "key", "", "the `KEY` the claim printed")
-	fs.StringVar(&p.task, "task", "", "the task `ID` the claim was granted to")
-	fs.Uint64Var(&p.token, "token", 0, "the fencing `TOKEN` the claim printed")
-}
-
-// resume opens the store and finds the permit the flags name.
-func (p *permitFlags) resume(ctx context.Context, env *environment) (*store.Store, *store.Permit, error) {
-	if p.key == "" || p.task == "" || p.token == 0 {
-		return nil, nil, usagef("--key, --task and --token are all required")
-	}
-	k, err := gate.ParseKey(p.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--key: %w", err)
-	}
-	s, err := env.openStore(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	permit, err := s.Resume(ctx, k, gate.PermitRef{Task: p.task, Token: p.token})
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	return s, permit, nil
+	fs.StringVar(&p.ref.Key, "key", "", "the `KEY` the claim printed")
+	fs.StringVar(&p.ref.Task, "task", "", "the task `ID` the claim was granted to")
+	fs.Uint64Var(&p.ref.Token, "token", 0, "the fencing `TOKEN` the claim printed")
 }
 
 func boundaryFlag(s string, crossing bool) (gate.Boundary, error) {
@@ -220,13 +116,22 @@ func boundaryFlag(s string, crossing bool) (gate.Boundary, error) {
 	return b, nil
 }
 
-func (env *environment) printDecision(what string, p permitFlags, extra map[string]any, text string) {
-	out := map[string]any{"decision": "ok", "key": p.key, "task": p.task, "token": p.token}
-	for k, v := range extra {
-		out[k] = v
+// permitCommand runs one operation on a permit and prints its decision.
+func (env *environment) permitCommand(ctx context.Context, pf permitFlags, op func(*sendonce.Client) (sendonce.Decision, error), text func(sendonce.Decision) string) error {
+	if pf.ref.Key == "" || pf.ref.Task == "" || pf.ref.Token == 0 {
+		return usagef("--key, --task and --token are all required")
 	}
-	env.print(out, func(w io.Writer) { fmt.Fprintf(w, "ok: %s\n", text) })
-	env.log.Info().Str("key", p.key).Str("task", p.task).Uint64("token", p.token).Msg(what)
+	c, err := env.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := op(c)
+	if d.Decision == "" {
+		return err
+	}
+	env.print(d, func(w io.Writer) { fmt.Fprintf(w, "ok: %s\n", text(d)) })
+	return err
 }
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
@@ -241,16 +146,8 @@ func cmdCheck(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, permit, err := pf.resume(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := s.Check(ctx, permit, b); err != nil {
-		return err
-	}
-	env.printDecision("check passed", pf, map[string]any{"boundary": b, "lease_expires_at": formatTime(permit.LeaseExpires())}, fmt.Sprintf("%s may be passed", b))
-	return nil
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Check(ctx, pf.ref, b) },
+		func(sendonce.Decision) string { return fmt.Sprintf("%s may be passed", b) })
 }
 
 func cmdCross(ctx context.Context, env *environment, args []string) error {
@@ -266,41 +163,28 @@ func cmdCross(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, permit, err := pf.resume(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if _, err := s.Cross(ctx, permit, b, *chainHead); err != nil {
-		return err
-	}
-	env.killpoint("cross")
-	env.printDecision("crossed", pf, map[string]any{"boundary": b, "crossed": true}, fmt.Sprintf("crossing of %s is durable; act once", b))
-	return nil
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) {
+		d, err := c.Cross(ctx, pf.ref, b, *chainHead)
+		if err == nil {
+			env.killpoint("cross")
+		}
+		return d, err
+	}, func(sendonce.Decision) string { return fmt.Sprintf("crossing of %s is durable; act once", b) })
 }
 
 func cmdRenew(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("gate renew", "--key KEY --task ID --token N [--lease DUR]")
 	var pf permitFlags
 	pf.register(fs)
-	lease := fs.Duration("lease", store.DefaultLease, "the new lease, from now")
+	lease := fs.Duration("lease", sendonce.DefaultLease, "the new lease, from now")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *lease <= 0 {
 		return usagef("gate renew: --lease must be positive")
 	}
-	s, permit, err := pf.resume(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	exp, err := s.Renew(ctx, permit, *lease)
-	if err != nil {
-		return err
-	}
-	env.printDecision("renewed", pf, map[string]any{"lease_expires_at": formatTime(exp)}, "lease expires "+formatTime(exp))
-	return nil
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Renew(ctx, pf.ref, *lease) },
+		func(d sendonce.Decision) string { return "lease expires " + d.LeaseExpiresAt.String() })
 }
 
 func cmdRecord(ctx context.Context, env *environment, args []string) error {
@@ -317,21 +201,9 @@ func cmdRecord(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, permit, err := pf.resume(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	got, err := s.Record(ctx, permit, store.RecordRequest{Outcome: o, Evidence: *evidence, ChainHead: *chainHead})
-	if got == "" {
-		return err
-	}
-	extra := map[string]any{"outcome": got, "requested_outcome": o}
-	if err != nil {
-		extra["decision"], extra["reason"] = "refused", err.Error()
-	}
-	env.printDecision("recorded", pf, extra, "recorded "+string(got))
-	return err
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) {
+		return c.Record(ctx, pf.ref, sendonce.RecordRequest{Outcome: o, Evidence: *evidence, ChainHead: *chainHead})
+	}, func(d sendonce.Decision) string { return "recorded " + string(d.Outcome) })
 }
 
 func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
@@ -342,44 +214,35 @@ func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *keyFlag == "" || *signed == "" || strings.TrimSpace(*reason) == "" {
+	req := sendonce.AuthorizeRequest{Key: *keyFlag, Reason: *reason}
+	if *signed != "" {
+		b, err := os.ReadFile(*signed)
+		if err != nil {
+			return usagef("cannot read %s: %v", *signed, errors.Unwrap(err))
+		}
+		req.Signed = b
+	}
+	if req.Key == "" || req.Signed == nil {
 		return usagef("gate authorize: --key, --reason and --signed are all required")
 	}
-	k, err := gate.ParseKey(*keyFlag)
-	if err != nil {
-		return fmt.Errorf("--key: %w", err)
-	}
-	b, err := os.ReadFile(*signed)
-	if err != nil {
-		return usagef("cannot read %s: %v", *signed, errors.Unwrap(err))
-	}
-	a, err := gate.ParseAuthorization(b)
+	c, err := env.open(ctx)
 	if err != nil {
 		return err
 	}
-	if a.Key != k {
-		return usagef("the authorization in %s is for key %s, not %s", *signed, a.Key, k)
-	}
-	s, err := env.openStore(ctx)
+	defer c.Close()
+	res, err := c.Authorize(ctx, req)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if err := s.Authorize(ctx, a, *reason); err != nil {
-		return err
-	}
-	ref := gate.Ref{Key: k, Revision: a.Revision}
-	env.print(map[string]any{"decision": "authorized", "key": k.String(), "revision": a.Revision, "ref": ref.String(), "authorizer": a.Signer, "reason": *reason},
-		func(w io.Writer) {
-			fmt.Fprintf(w, "authorized: %s opens revision %d (%s), signed by %s\n", k, a.Revision, ref, a.Signer)
-		})
-	env.log.Info().Str("key", k.String()).Int("revision", a.Revision).Str("authorizer", a.Signer).Msg("redelivery authorized")
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "authorized: %s opens revision %d (%s), signed by %s\n", res.Key, res.Revision, res.Ref, res.Authorizer)
+	})
 	return nil
 }
 
 func cmdResolve(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("gate resolve", "--dispatch ID --provider NAME --object ID --sha256 HEX [--recipient NS:ID] [--link URL]")
-	var req store.ResolveRequest
+	var req sendonce.ResolveRequest
 	fs.StringVar(&req.DispatchID, "dispatch", "", "the unknown attempt's dispatch `ID`")
 	fs.StringVar(&req.Provider, "provider", "", "the provider that holds the object, e.g. xmpp")
 	fs.StringVar(&req.ObjectID, "object", "", "the provider's `ID` for the object (XMPP: the archive's stanza-id)")
@@ -392,27 +255,17 @@ func cmdResolve(ctx context.Context, env *environment, args []string) error {
 	if req.DispatchID == "" || req.Provider == "" || req.ObjectID == "" || req.SHA256 == "" {
 		return usagef("gate resolve: --dispatch, --provider, --object and --sha256 are required: only provider evidence resolves an unknown attempt")
 	}
-	if _, err := gate.ParseDigest(req.SHA256); err != nil {
-		return err
-	}
-	if req.Recipient != "" {
-		id, err := gate.ProviderID(req.Recipient)
-		if err != nil {
-			return fmt.Errorf("--recipient: %w", err)
-		}
-		req.Recipient = id.String()
-	}
-	s, err := env.openStore(ctx)
+	c, err := env.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	o, err := s.Resolve(ctx, req)
+	defer c.Close()
+	res, err := c.Resolve(ctx, req)
 	if err != nil {
 		return err
 	}
-	env.print(map[string]any{"decision": "resolved", "dispatch_id": req.DispatchID, "outcome": o, "object_id": req.ObjectID}, func(w io.Writer) {
-		fmt.Fprintf(w, "resolved: dispatch %s is %s (provider object %s)\n", req.DispatchID, o, req.ObjectID)
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "resolved: dispatch %s is %s (provider object %s)\n", res.DispatchID, res.Outcome, res.ObjectID)
 	})
 	return nil
 }

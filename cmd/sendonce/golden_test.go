@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sendonce/sendonce"
 )
 
 // The --json objects the CLI prints are the contract agents parse: these tests pin them,
@@ -232,7 +234,7 @@ func TestGoldenGateContract(t *testing.T) {
 	seed := bytes.Repeat([]byte{7}, ed25519.SeedSize)
 	priv := ed25519.NewKeyFromSeed(seed)
 	pub := base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))
-	privFile := g.write("alice.key", privateKeyHeader+"\n"+base64.StdEncoding.EncodeToString(seed)+"\n")
+	privFile := g.write("alice.key", sendonce.PrivateKeyHeader+"\n"+base64.StdEncoding.EncodeToString(seed)+"\n")
 	g.run("authorizer-add-bad-key", 2, "authorizer", "add", "--name", "alice", "--public-key", "bm90IGEga2V5")
 	g.run("authorizer-add", 0, "authorizer", "add", "--name", "alice", "--public-key", pub)
 	g.run("authorizer-keygen", 0, "authorizer", "keygen", "--out", filepath.Join(g.work, "bob.key"))

@@ -87,7 +87,7 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	path, err := env.storeFile()
+	path, err := env.storeLocation()
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,6 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// ErrNotInitialized: the file is missing, empty or not a sendonce store.
-var ErrNotInitialized = errors.New("no sendonce store here: create one with 'sendonce init'")
-
 // Options tune a backend. The zero value is what the CLI uses.
 type Options struct {
 	// LockTimeout is how long to wait for another process's transaction before failing
@@ -66,13 +63,13 @@ func Open(ctx context.Context, path string, opt Options) (*Backend, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%s does not exist: %w", path, ErrNotInitialized)
+		return nil, fmt.Errorf("%s does not exist: %w", path, store.ErrNotInitialized)
 	case err != nil:
 		return nil, err
 	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotInitialized)
+		return nil, fmt.Errorf("%s is a directory: %w", path, store.ErrNotInitialized)
 	case fi.Size() == 0:
-		return nil, fmt.Errorf("%s is empty: %w", path, ErrNotInitialized)
+		return nil, fmt.Errorf("%s is empty: %w", path, store.ErrNotInitialized)
 	}
 	b, err := open(path, opt, "rw")
 	if err != nil {
@@ -209,7 +206,7 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 	case version == len(ms):
 		return nil
 	case version == 0 && !create:
-		return fmt.Errorf("%s: %w", b.path, ErrNotInitialized)
+		return fmt.Errorf("%s: %w", b.path, store.ErrNotInitialized)
 	}
 	if version == 0 {
 		// journal_mode is a property of the file; it cannot change inside a transaction.

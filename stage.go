@@ -1,9 +1,8 @@
-package main
+package sendonce
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,25 +20,13 @@ type snapshot struct {
 	Digest gate.Digest
 }
 
-// stageFile copies path into staging as <sha256>/<name>, hashing the bytes it writes.
+// stage copies src into staging as <sha256>/<name>, hashing the bytes it writes.
 // A new staging folder is made private (0700); snapshots take the staging folder's own
 // permissions, so a folder made readable for a chat client that runs as another user
 // (the test bed's) gives readable snapshots (folders 0755, files 0644), and a private
 // one private snapshots (0700, 0600). A snapshot is only ever replaced by renaming an
 // identical copy over it.
-func stageFile(path, staging string) (snapshot, error) {
-	src, err := os.Open(path)
-	if err != nil {
-		return snapshot{}, usagef("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return snapshot{}, usagef("cannot read %s: %v", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return snapshot{}, usagef("%s is not a regular file", path)
-	}
+func stage(src *os.File, name, staging string) (snapshot, error) {
 	if err := os.MkdirAll(staging, 0o700); err != nil {
 		return snapshot{}, fmt.Errorf("staging area %s: %w", staging, err)
 	}
@@ -55,7 +42,7 @@ func stageFile(path, staging string) (snapshot, error) {
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), src)
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.NewSectionReader(src, 0, 1<<62))
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -63,7 +50,7 @@ func stageFile(path, staging string) (snapshot, error) {
 		err = cerr
 	}
 	if err != nil {
-		return snapshot{}, fmt.Errorf("copying %s into the staging area: %w", path, err)
+		return snapshot{}, fmt.Errorf("copying %s into the staging area: %w", src.Name(), err)
 	}
 	var d gate.Digest
 	copy(d[:], h.Sum(nil))
@@ -72,7 +59,6 @@ func stageFile(path, staging string) (snapshot, error) {
 		return snapshot{}, err
 	}
 	os.Chmod(dir, dirMode)
-	name := filepath.Base(path)
 	dst := filepath.Join(dir, name)
 	if err := os.Chmod(tmp.Name(), fileMode); err != nil {
 		return snapshot{}, err

@@ -1,0 +1,152 @@
+package sendonce
+
+import (
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/sendonce/sendonce/gate"
+)
+
+// Destination names where a file goes: its exact visible title (a weak identity: two
+// conversations can show the same title), its provider id (strong), or both.
+type Destination struct {
+	Title      string // the conversation's exact visible title, e.g. "Bob"
+	ProviderID string // NS:ID, e.g. "xmpp:bob@example.org"
+}
+
+// Content names the bytes of a delivery. Give exactly one field. The bytes are read
+// once: a path is opened once and never reopened after it was hashed.
+type Content struct {
+	Path string   // a regular file
+	File *os.File // an open regular file, read from its start; not closed
+	// SHA256 is the bytes' digest in hex, when the bytes are not at hand (gate
+	// operations and status only; a delivery needs the bytes).
+	SHA256 string
+}
+
+// FieldError is bad input in one field of a request. It matches ErrInvalid.
+type FieldError struct {
+	Field string // the request field, in the JSON contract's spelling (to, dest_id, app, ...)
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldError(field string, err error) error {
+	if !errors.Is(err, gate.ErrInvalid) {
+		err = gate.Invalidf("%v", err)
+	}
+	return &FieldError{Field: field, Err: err}
+}
+
+// identities checks the destination and returns its identities, strong first.
+func (d Destination) identities() ([]gate.Identity, error) {
+	if d.Title == "" && d.ProviderID == "" {
+		return nil, gate.Invalidf("name the destination with --to TITLE and/or --dest-id NS:ID")
+	}
+	var ids []gate.Identity
+	if d.ProviderID != "" {
+		id, err := gate.ProviderID(d.ProviderID)
+		if err != nil {
+			return nil, fieldError("dest_id", err)
+		}
+		ids = append(ids, id)
+	}
+	if d.Title != "" {
+		id, err := gate.Title(d.Title)
+		if err != nil {
+			return nil, fieldError("to", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// keys is the one derivation of a delivery's keys: every identity of the destination
+// with the digest of the bytes, strong identities first.
+func (d Destination) keys(digest gate.Digest) ([]gate.Key, error) {
+	ids, err := d.identities()
+	if err != nil {
+		return nil, err
+	}
+	var keys []gate.Key
+	for _, id := range ids {
+		keys = append(keys, gate.KeysFor(id, digest)...)
+	}
+	return keys, nil
+}
+
+// address is what is typed to open the conversation: the provider id's address when
+// known, else the title.
+func (d Destination) address() string {
+	if d.ProviderID != "" {
+		if id, err := gate.ProviderID(d.ProviderID); err == nil {
+			return id.Value()
+		}
+	}
+	return d.Title
+}
+
+// openContent opens the bytes once: a path is opened here (the caller closes it); an
+// open file is used as it is. Either way it must be a regular file.
+func (c Content) open() (f *os.File, name string, size int64, closeFile func(), err error) {
+	switch {
+	case c.File != nil && c.Path != "", c.File != nil && c.SHA256 != "", c.Path != "" && c.SHA256 != "":
+		return nil, "", 0, nil, gate.Invalidf("give exactly one of --file PATH and --sha256 HEX")
+	case c.File != nil:
+		f, closeFile = c.File, func() {}
+	case c.Path != "":
+		f, err = os.Open(c.Path)
+		if err != nil {
+			return nil, "", 0, nil, gate.Invalidf("cannot read %s: %v", c.Path, errors.Unwrap(err))
+		}
+		closeFile = func() { f.Close() }
+	default:
+		return nil, "", 0, nil, gate.Invalidf("give exactly one of --file PATH and --sha256 HEX")
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		closeFile()
+		return nil, "", 0, nil, gate.Invalidf("cannot read %s: %v", f.Name(), err)
+	}
+	if !fi.Mode().IsRegular() {
+		closeFile()
+		return nil, "", 0, nil, gate.Invalidf("%s is not a regular file", f.Name())
+	}
+	return f, filepath.Base(f.Name()), fi.Size(), closeFile, nil
+}
+
+// digest is the content's SHA-256: hashed from the bytes, or parsed from SHA256.
+func (c Content) digest() (gate.Digest, error) {
+	if c.SHA256 != "" && c.Path == "" && c.File == nil {
+		return gate.ParseDigest(c.SHA256)
+	}
+	f, _, _, closeFile, err := c.open()
+	if err != nil {
+		return gate.Digest{}, err
+	}
+	defer closeFile()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		return gate.Digest{}, gate.Invalidf("cannot read %s: %v", f.Name(), err)
+	}
+	var d gate.Digest
+	copy(d[:], h.Sum(nil))
+	return d, nil
+}
+
+// keysFor resolves a destination and content into their keys.
+func keysFor(d Destination, c Content) ([]gate.Key, error) {
+	if _, err := d.identities(); err != nil {
+		return nil, err
+	}
+	digest, err := c.digest()
+	if err != nil {
+		return nil, err
+	}
+	return d.keys(digest)
+}

@@ -1,0 +1,457 @@
+package sendonce
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/provider"
+	"github.com/sendonce/sendonce/provider/registry"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// Deliverer runs whole deliveries on one desktop: a Client's store, the desktop's
+// driver and an OCR engine.
+type Deliverer struct {
+	Client *Client
+	// OpenDesktop opens the desktop of a display; the returned func closes it. Bad input
+	// (a display that cannot be reached) should wrap ErrInvalid.
+	OpenDesktop func(ctx context.Context, display string) (driver.Driver, func(), error)
+	// OCR reads the screen; a Deliverer uses it from one goroutine at a time.
+	OCR vision.OCR
+	// AfterDurable, when set, is called right after each named moment of a delivery is
+	// durable or done: claim, picker_opened, file_chosen, send_pressed, looking,
+	// recorded. It is a test hook (the crash tests kill the process there).
+	AfterDurable func(moment string)
+}
+
+// DeliveryRequest is one intended delivery.
+type DeliveryRequest struct {
+	App         string          // the chat app's built-in profile, e.g. "gajim"
+	Profile     *driver.Profile // instead of App: a profile already loaded and validated
+	Destination Destination     // Title is required: it is checked on screen before anything is sent
+	Content     Content         // a path or an open file (not a bare SHA256)
+	Task        string          // this task's id; a new one when ""
+	Display     string          // the X display, e.g. ":0" (required)
+	Staging     string          // where snapshots of files are kept (required)
+	Lease       time.Duration   // the claim's lease; DefaultLease when zero
+	// DisplayWait is how long to wait for another delivery on this display to finish.
+	DisplayWait time.Duration
+	// SentItemTimeout is how long to look for the sent item; the profile's when zero.
+	SentItemTimeout time.Duration
+	// ProviderConfig is the provider account file, to ask the provider right after the
+	// send (with a Destination.ProviderID in a known namespace). The provider's
+	// environment variables (Options.Getenv) work too.
+	ProviderConfig string
+	// DryRun claims nothing and crosses nothing: it says what the gate would decide and
+	// whether the title matches.
+	DryRun bool
+}
+
+// Deliver runs one delivery: it checks the input, snapshots the bytes, claims the key,
+// takes the display, drives the app through its boundaries (each crossed durably first),
+// asks the provider when it can, classifies the evidence, records the outcome and seals
+// the bundle.
+//
+// Once a claim was granted, Deliver returns err == nil and a result whose Outcome is the
+// outcome the store recorded (read back after recording). An error means that nothing
+// was claimed (bad input, consumed, held, stale, fail-closed, interrupted before the
+// claim; the result then says what the gate said, when it said something), or that the
+// outcome could not be recorded: then the result says send_status_unknown. An error
+// never means not_sent.
+//
+// Cancelling ctx stops the delivery's waits and input at once, but not the recording of
+// the outcome, the sealing of the bundle or the release of the display: those run on a
+// context of their own.
+func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryResult, error) {
+	c := d.Client
+	in, err := d.check(req)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	defer in.closeFile()
+	snap, err := stage(in.file, in.name, req.Staging)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	keys, err := req.Destination.keys(snap.Digest)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	task := req.Task
+	if task == "" {
+		task = newTaskID()
+	}
+	lease := req.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	out := DeliveryResult{Key: keys[0].String(), Task: task, IdentityStrength: gate.Weak}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, k.String())
+		if k.Identity().Strength() == gate.Strong {
+			out.IdentityStrength = gate.Strong
+		}
+	}
+
+	// The desktop is opened before the claim: a display that cannot be reached is bad
+	// input, and nothing is claimed for it.
+	drv, closeDesktop, err := d.OpenDesktop(ctx, req.Display)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	defer closeDesktop()
+	if req.SentItemTimeout > 0 {
+		in.profile.SentItemTimeout.Duration = req.SentItemTimeout
+	}
+	if err := ctx.Err(); err != nil {
+		return DeliveryResult{}, err
+	}
+
+	var permit *store.Permit
+	if req.DryRun {
+		out.DryRun = true
+		rs, err := c.store.Status(ctx, keys)
+		if err != nil {
+			return DeliveryResult{}, err
+		}
+		out.Gate = string(rs[0].Status)
+		proceed := rs[0].Status == gate.StatusFree || rs[0].Status == gate.StatusNotSent
+		out.WouldProceed = &proceed
+	} else {
+		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease})
+		if err != nil {
+			var r *gate.Refusal
+			if errors.As(err, &r) {
+				out.Outcome, out.Gate, out.Stopped = "refused", string(r.Status), r.Reason
+				if a := res.Prior; a != nil {
+					out.DispatchID, out.Evidence = a.DispatchID, a.Evidence
+				}
+				return out, err
+			}
+			return DeliveryResult{}, err
+		}
+		permit = res.Permit
+		out.DispatchID, out.Token, out.Gate = permit.DispatchID(), permit.Token(), "granted"
+		d.after("claim")
+	}
+
+	// From here on this process holds the key: every way out records an outcome.
+	dispatch := out.DispatchID
+	if dispatch == "" {
+		dispatch = "dry-run-" + task
+	}
+	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
+	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: req.Destination.Title,
+		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
+		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname()}
+	rec, err := evidence.Create(bundleDir, m, nil)
+	if err != nil {
+		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: evidence bundle: %v", store.ErrUnavailable, err))
+	}
+	out.Evidence = bundleDir
+
+	display, err := d.waitForDisplay(ctx, req.Display, task, lease, req.DisplayWait)
+	if err != nil {
+		return d.abandon(ctx, permit, rec, out, err)
+	}
+	defer func() {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		c.store.ReleaseDisplay(ctx, display)
+	}()
+
+	guarded := driver.Guarded{Driver: drv, Guard: func(ctx context.Context) error { return c.store.CheckDisplay(ctx, display) }}
+	runner := &driver.Runner{
+		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
+		Profile: in.profile, Killpoint: d.after,
+		Vars:     driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
+		Progress: func(format string, args ...any) { c.events.send(Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...)}) },
+	}
+	if req.DryRun {
+		return d.dryRun(ctx, runner, rec, out)
+	}
+	// Both leases are renewed while the delivery runs; a refused renewal (fenced,
+	// expired) stops it at once, and a paused process renews nothing.
+	runCtx, stopRenewing := context.WithCancel(ctx)
+	renewed := store.KeepAlive(runCtx, lease/3, stopRenewing, func(ctx context.Context) error {
+		if _, err := c.store.Renew(ctx, permit, lease); err != nil {
+			return err
+		}
+		return c.store.RenewDisplay(ctx, display, lease)
+	})
+	res, err := runner.Deliver(runCtx)
+	stopRenewing()
+	if rerr := <-renewed; rerr != nil {
+		c.warn("lease renewal refused: stopped", rerr, Event{DispatchID: dispatch})
+	}
+	if err != nil {
+		c.warn("delivery stopped", err, Event{DispatchID: dispatch})
+		out.Stopped = err.Error()
+	}
+	objectID := ""
+	if res.Crossed && d.providerWanted(req) {
+		objectID = d.askProvider(ctx, req, rec, permit, keys[0], snap)
+	}
+	return d.finish(ctx, permit, rec, out, objectID)
+}
+
+func (d *Deliverer) after(moment string) {
+	if d.AfterDurable != nil {
+		d.AfterDurable(moment)
+	}
+}
+
+// detached is the context for what must happen even after the caller gave up: record
+// the outcome, seal the bundle, release the display. It has a deadline of its own.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+}
+
+const detachedTimeout = 30 * time.Second
+
+// deliveryInput is a delivery's input, checked before anything is touched.
+type deliveryInput struct {
+	profile   *driver.Profile
+	file      *os.File
+	name      string
+	closeFile func()
+}
+
+func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
+	var in deliveryInput
+	in.profile = req.Profile
+	if in.profile == nil {
+		if req.App == "" {
+			return in, fieldError("app", errors.New("is required"))
+		}
+		p, err := driver.LoadProfile(req.App)
+		if err != nil {
+			return in, fieldError("app", err)
+		}
+		in.profile = p
+	}
+	if req.Destination.Title == "" {
+		return in, fieldError("to", errors.New("is required: the visible title is checked on screen before anything is sent"))
+	}
+	if _, err := req.Destination.identities(); err != nil {
+		return in, err
+	}
+	if req.Content.SHA256 != "" {
+		return in, fieldError("content", errors.New("a delivery needs the bytes: give a path or an open file"))
+	}
+	f, name, size, closeFile, err := req.Content.open()
+	if err != nil {
+		return in, err
+	}
+	if p := in.profile; p.UploadLimitBytes > 0 && size > p.UploadLimitBytes {
+		closeFile()
+		return in, gate.Invalidf("%s is %d bytes, over %s's upload limit of %d bytes", f.Name(), size, p.App, p.UploadLimitBytes)
+	}
+	in.file, in.name, in.closeFile = f, name, closeFile
+	switch {
+	case req.Display == "":
+		closeFile()
+		return in, fieldError("display", errors.New("is required"))
+	case req.Staging == "":
+		closeFile()
+		return in, fieldError("staging", errors.New("is required"))
+	}
+	return in, nil
+}
+
+// providerWanted: a provider id in a namespace some provider answers for, and an
+// account to ask with.
+func (d *Deliverer) providerWanted(req DeliveryRequest) bool {
+	if req.Destination.ProviderID == "" {
+		return false
+	}
+	id, err := gate.ProviderID(req.Destination.ProviderID)
+	if err != nil || !registry.Known(id.Namespace()) {
+		return false
+	}
+	return registry.Configured(id.Namespace(), req.ProviderConfig, d.Client.getenv)
+}
+
+// askProvider looks the dispatch up right after the send (a few tries while the server
+// stores it) and writes the answer into the evidence, bound to this dispatch. It returns
+// the confirming object's id, if any.
+func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot) string {
+	c := d.Client
+	ns := key.Identity().Namespace()
+	p, err := registry.Open(ns, req.ProviderConfig, c.getenv)
+	if err != nil {
+		c.warn("provider lookup skipped", err, Event{DispatchID: permit.DispatchID()})
+		return ""
+	}
+	a, err := c.store.AttemptByDispatch(ctx, permit.DispatchID())
+	if err != nil || a == nil {
+		c.warn("provider lookup skipped: the attempt cannot be read back", err, Event{DispatchID: permit.DispatchID()})
+		return ""
+	}
+	from, until := lookupWindow(*a)
+	dispatch := provider.Dispatch{DispatchID: permit.DispatchID(), Destination: key.Identity().String(),
+		FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: from, Until: until}
+	var v provider.Verdict
+	for try := 0; try < 4; try++ {
+		if v = provider.Ask(ctx, p, dispatch, c.store); v.Pick != nil {
+			break
+		}
+		if sleep(ctx, time.Second) != nil {
+			break
+		}
+	}
+	l := &evidence.Lookup{Provider: ns, DispatchID: dispatch.DispatchID, Result: string(v.Answer.Result), Authoritative: v.Answer.Authoritative}
+	if o := v.Pick; o != nil {
+		l.Result, l.ObjectID, l.SHA256, l.Recipient = "found", o.ID, o.SHA256, o.Recipient
+	} else if v.Answer.Result == provider.Found {
+		l.Result = "cant_tell" // objects with the name, none bindable to this dispatch
+	}
+	if _, err := rec.Append(evidence.Record{Kind: evidence.KindLookup, Intent: "ask the provider", Lookup: l}); err != nil {
+		c.warn("writing the lookup to the evidence", err, Event{DispatchID: dispatch.DispatchID})
+	}
+	c.info("provider lookup", Event{DispatchID: dispatch.DispatchID, Detail: l.Result + " " + l.ObjectID})
+	if v.Confirm != nil {
+		return v.Confirm.ID
+	}
+	return ""
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// finish classifies the attempt from its evidence, records the outcome with the
+// permit, seals the bundle and returns the result.
+func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evidence.Recorder, out DeliveryResult, objectID string) (DeliveryResult, error) {
+	c := d.Client
+	ctx, cancel := detached(ctx) // an interrupt must not stop the outcome being recorded
+	defer cancel()
+	head := rec.Head()
+	rec.Close()
+	b, err := evidence.Verify(rec.Dir(), evidence.VerifyOptions{})
+	var cl evidence.Classification
+	if err != nil {
+		cl = evidence.FailClosed(err)
+	} else {
+		cl = evidence.Classify(evidence.Transcript{Manifest: b.Manifest, Records: b.Records, Complete: true})
+	}
+	req := store.RecordRequest{Outcome: cl.Outcome, Evidence: rec.Dir(), ChainHead: head}
+	if cl.Outcome == gate.SentVerified {
+		req.ObjectID = objectID
+	}
+	got, rerr := c.store.Record(ctx, permit, req)
+	d.after("recorded")
+	if got == "" {
+		// The store refused the record (a fenced or expired permit: another task took
+		// over) or could not be written. Nothing here may read as a right to retry: the
+		// result says unknown; the bundle is sealed with what its evidence says.
+		cl.Reasons = append(cl.Reasons, fmt.Sprintf("the evidence says %s; recording the outcome failed: %v", cl.Outcome, rerr))
+		if err := sealBundle(rec.Dir(), string(cl.Outcome), cl.Reasons); err != nil {
+			c.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
+		}
+		out.Outcome, out.Reasons, out.Stopped = string(gate.SendStatusUnknown), cl.Reasons, rerr.Error()
+		return out, rerr
+	}
+	if err := sealBundle(rec.Dir(), string(got), cl.Reasons); err != nil {
+		c.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
+	}
+	out.Outcome, out.Reasons = string(got), cl.Reasons
+	if rerr != nil {
+		c.warn("the store recorded a stricter outcome than the evidence", rerr, Event{DispatchID: out.DispatchID})
+	}
+	return out, nil
+}
+
+// sealBundle reopens a closed bundle to seal it.
+func sealBundle(dir, outcome string, reasons []string) error {
+	r, err := evidence.Reopen(dir, nil)
+	if err != nil {
+		return err
+	}
+	_, err = r.Seal(outcome, reasons, nil)
+	return err
+}
+
+// abandon ends an attempt that never reached the desktop: nothing was crossed, so it is
+// not_sent, and the key is free again. The bundle, when there is one, is sealed.
+func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evidence.Recorder, out DeliveryResult, cause error) (DeliveryResult, error) {
+	if rec != nil {
+		rec.Close()
+	}
+	if permit == nil {
+		return out, cause
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	got, err := d.Client.store.Record(ctx, permit, store.RecordRequest{Outcome: gate.NotSent, Evidence: out.Evidence})
+	if err != nil {
+		d.Client.warn("recording not_sent", err, Event{DispatchID: out.DispatchID})
+		out.Outcome, out.Stopped = string(gate.SendStatusUnknown), cause.Error()
+		return out, err
+	}
+	out.Outcome, out.Stopped, out.Reasons = string(got), cause.Error(), []string{"stopped before the desktop was touched: " + cause.Error()}
+	if rec != nil {
+		if err := sealBundle(rec.Dir(), string(got), out.Reasons); err != nil {
+			d.Client.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
+		}
+	}
+	return out, nil
+}
+
+func (d *Deliverer) dryRun(ctx context.Context, r *driver.Runner, rec *evidence.Recorder, out DeliveryResult) (DeliveryResult, error) {
+	matches, err := r.DryRun(ctx)
+	rec.Close()
+	out.TitleMatches = &matches
+	proceed := *out.WouldProceed && matches
+	out.WouldProceed = &proceed
+	out.Outcome = "dry_run"
+	if err != nil {
+		out.Stopped = err.Error()
+	}
+	return out, nil
+}
+
+func (d *Deliverer) waitForDisplay(ctx context.Context, display, task string, lease, wait time.Duration) (*store.DisplayLease, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := d.Client.store.AcquireDisplay(ctx, display, task, lease)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, gate.ErrHeld) || time.Now().After(deadline) {
+			return nil, err
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func newTaskID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("deliver-%s-%d-%s", hostname(), os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,206 @@
+//go:build cgo
+
+package sendonce_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/driver/replay"
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/vision/tesseract"
+)
+
+// These tests replay recorded fixtures through the library's delivery entry point: the
+// gate store, the runner, real Tesseract OCR, the evidence and the classifier, with the
+// replay driver and no X server.
+
+func TestMain(m *testing.M) {
+	// libtesseract reads this when it loads; single-threaded OCR is faster on small
+	// machines. The CLI sets it by re-exec; a test binary sets it here, before any test.
+	os.Setenv("OMP_THREAD_LIMIT", "1")
+	os.Exit(m.Run())
+}
+
+// replayed is one fixture ready to deliver.
+type replayed struct {
+	drv    *replay.Driver
+	fx     *replay.Fixture
+	client *sendonce.Client
+	req    sendonce.DeliveryRequest
+	ocr    *tesseract.Client
+}
+
+func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
+	t.Helper()
+	dir := filepath.Join("testdata", "fixtures", fixture)
+	drv, err := replay.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := drv.Fixture()
+	work := t.TempDir()
+	file := filepath.Join(work, fx.FileName)
+	content, err := os.ReadFile(filepath.Join(dir, "file", fx.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loc := filepath.Join(work, "sendonce.db")
+	if _, err := sendonce.Init(context.Background(), loc, sendonce.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	opt.EvidenceRoot = filepath.Join(work, "evidence")
+	c, err := sendonce.Open(context.Background(), loc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ocr, err := tesseract.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ocr.Close() })
+	req := sendonce.DeliveryRequest{App: fx.App, Destination: sendonce.Destination{Title: fx.To, ProviderID: fx.DestID},
+		Content: sendonce.Content{Path: file}, Display: ":replay", Staging: filepath.Join(work, "staging"), SentItemTimeout: 2 * time.Second}
+	return &replayed{drv: drv, fx: fx, client: c, req: req, ocr: ocr}
+}
+
+func (r *replayed) deliverer() *sendonce.Deliverer {
+	return &sendonce.Deliverer{Client: r.client, OCR: r.ocr,
+		OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return r.drv, func() {}, nil }}
+}
+
+// TestReplayFixtures: every recorded fixture's outcome is the one the live run
+// recorded, every recorded input event is sent, in order, and the bundle is sealed and
+// classifies the same.
+func TestReplayFixtures(t *testing.T) {
+	dirs, _ := filepath.Glob("testdata/fixtures/*")
+	if len(dirs) < 4 {
+		t.Fatalf("%d fixtures under testdata/fixtures; want at least 4 (sendonce record)", len(dirs))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			r := newReplayed(t, filepath.Base(dir), sendonce.Options{})
+			res, err := r.deliverer().Deliver(context.Background(), r.req)
+			if err != nil {
+				t.Fatalf("Deliver: %v (result %+v)", err, res)
+			}
+			if res.Outcome != r.fx.Expected {
+				t.Fatalf("outcome %s; the live run recorded %s\nreasons: %v", res.Outcome, r.fx.Expected, res.Reasons)
+			}
+			if r.drv.Inputs() != len(r.fx.Inputs) {
+				t.Fatalf("replayed %d of %d recorded input events", r.drv.Inputs(), len(r.fx.Inputs))
+			}
+			assertSettled(t, r.client, res)
+		})
+	}
+}
+
+// assertSettled: the bundle is sealed, classifies as the store recorded, and the
+// store's status is that outcome.
+func assertSettled(t *testing.T, c *sendonce.Client, res sendonce.DeliveryResult) {
+	t.Helper()
+	b, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+	if err != nil || !b.Sealed() {
+		t.Fatalf("evidence bundle %s: %v (sealed %v)", res.Evidence, err, b != nil && b.Sealed())
+	}
+	cl := evidence.ClassifyBundle(b)
+	st, err := c.Status(context.Background(), sendonce.StatusRequest{Key: res.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cl.Outcome) != res.Outcome || gate.Status(res.Outcome) != st.Status {
+		t.Fatalf("result says %s, the bundle classifies as %s, the store says %s\nreasons: %v", res.Outcome, cl.Outcome, st.Status, cl.Reasons)
+	}
+}
+
+// TestDeliverCancelledAtEachMoment cancels the caller's context right after each named
+// moment of a replayed delivery. Whatever the moment, the outcome is recorded (no error),
+// the bundle is sealed and classifies as the store's status, and the display is free
+// again.
+func TestDeliverCancelledAtEachMoment(t *testing.T) {
+	for _, moment := range []string{"claim", "picker_opened", "file_chosen", "send_pressed", "looking"} {
+		t.Run(moment, func(t *testing.T) {
+			r := newReplayed(t, "verified-text-file", sendonce.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			d := r.deliverer()
+			seen := false
+			d.AfterDurable = func(m string) {
+				if m == moment {
+					seen = true
+					cancel()
+				}
+			}
+			res, err := d.Deliver(ctx, r.req)
+			if !seen {
+				t.Fatalf("the delivery never reached %s (outcome %s, err %v)", moment, res.Outcome, err)
+			}
+			if err != nil {
+				t.Fatalf("cancelled after %s: Deliver returned %v; once claimed, an outcome is recorded and returned", moment, err)
+			}
+			if res.Outcome == string(gate.NotSent) && moment != "claim" && moment != "picker_opened" {
+				t.Fatalf("cancelled after %s (a crossing): outcome not_sent", moment)
+			}
+			t.Logf("cancelled after %s: %s (%v)", moment, res.Outcome, res.Reasons)
+			assertSettled(t, r.client, res)
+			// The display lease was released: a second delivery on it starts at once
+			// (it is refused by the gate, not kept waiting for the display).
+			again := r.req
+			again.DisplayWait = 0
+			res2, err := d.Deliver(context.Background(), again)
+			if res.Outcome == string(gate.NotSent) {
+				return // the key is free again; the second delivery ran; nothing to check here
+			}
+			if !errors.Is(err, sendonce.ErrConsumed) || res2.Outcome != "refused" {
+				t.Fatalf("a second delivery after %s: outcome %s, err %v; want refused by the gate", moment, res2.Outcome, err)
+			}
+		})
+	}
+}
+
+// TestHookThatBlocksNeverDelays: a hook that never returns does not stop or stall a
+// delivery: events beyond the buffer are dropped.
+func TestHookThatBlocksNeverDelays(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	var mu sync.Mutex
+	got := 0
+	r := newReplayed(t, "verified-text-file", sendonce.Options{Hook: func(sendonce.Event) {
+		mu.Lock()
+		got++
+		mu.Unlock()
+		<-block
+	}})
+	done := make(chan struct{})
+	var res sendonce.DeliveryResult
+	var err error
+	go func() {
+		defer close(done)
+		res, err = r.deliverer().Deliver(context.Background(), r.req)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the delivery did not return while its hook blocked")
+	}
+	if err != nil || res.Outcome != r.fx.Expected {
+		t.Fatalf("outcome %s, err %v; want %s", res.Outcome, err, r.fx.Expected)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != 1 {
+		t.Fatalf("the hook was entered %d times; it blocks, so once", got)
+	}
+}

@@ -1,0 +1,256 @@
+package sendonce
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+)
+
+// The gate operations, for an agent that drives an app itself: claim once, check before
+// each boundary, cross (durably, just before the one act that may send), renew while at
+// work, record the outcome. If you cannot tell whether your own act happened, record
+// send_status_unknown.
+
+// DefaultLease is a claim's lease when none is given.
+const DefaultLease = store.DefaultLease
+
+// ClaimRequest asks for the right to deliver Content to Destination.
+type ClaimRequest struct {
+	Destination Destination
+	Content     Content
+	Task        string        // the claiming task's id (required)
+	Lease       time.Duration // DefaultLease when zero
+}
+
+// Claim grants one executor an attempt at a delivery, or refuses with the reason. A
+// refusal returns the result and an error (ErrConsumed, ErrHeld).
+func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	if req.Task == "" {
+		return ClaimResult{}, fieldError("task", errors.New("is required"))
+	}
+	if req.Lease < 0 {
+		return ClaimResult{}, fieldError("lease", errors.New("must be positive"))
+	}
+	keys, err := keysFor(req.Destination, req.Content)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease})
+	var refusal *gate.Refusal
+	if err != nil && !errors.As(err, &refusal) {
+		return ClaimResult{}, err
+	}
+	out := claimResult(req.Task, res)
+	ev := Event{Key: out.Key}
+	if out.Granted() {
+		ev.DispatchID = out.DispatchID
+		c.info("claim granted", ev)
+	} else {
+		ev.Detail = out.Reason
+		c.info("claim refused", ev)
+	}
+	return out, err
+}
+
+func claimResult(task string, res store.ClaimResult) ClaimResult {
+	out := ClaimResult{Decision: "refused", Reason: res.Reason(), Key: res.Key.String(), Keys: make([]string, len(res.Keys)),
+		IdentityStrength: res.Strength, Task: task, PreviousStatus: res.Previous}
+	for i, k := range res.Keys {
+		out.Keys[i] = k.Key
+	}
+	if res.Granted {
+		p := res.Permit
+		out.Decision = "granted"
+		out.Grant = &Grant{DispatchID: p.DispatchID(), Token: p.Token(), LeaseExpiresAt: at(p.LeaseExpires()), Revision: p.Revision(), FencedToken: res.Fenced}
+	}
+	if r := res.Refusal; r != nil {
+		out.ClaimRefusal = &ClaimRefusal{Status: r.Status}
+		if r.Holder != "" {
+			out.Holder, out.HolderLeaseExpiresAt = r.Holder, at(r.HolderLeaseExpires)
+		}
+	}
+	if a := res.Prior; a != nil && !res.Granted {
+		pa := attemptOf(*a)
+		out.PriorAttempt = &pa
+	}
+	return out
+}
+
+// resume finds the permit ref names.
+func (c *Client) resume(ctx context.Context, ref PermitRef) (*store.Permit, gate.Key, error) {
+	if ref.Key == "" || ref.Task == "" || ref.Token == 0 {
+		return nil, gate.Key{}, gate.Invalidf("--key, --task and --token are all required")
+	}
+	k, err := gate.ParseKey(ref.Key)
+	if err != nil {
+		return nil, k, fieldError("key", err)
+	}
+	p, err := c.store.Resume(ctx, k, gate.PermitRef{Task: ref.Task, Token: ref.Token})
+	return p, k, err
+}
+
+func decision(ref PermitRef) Decision {
+	return Decision{Decision: "ok", Key: ref.Key, Task: ref.Task, Token: ref.Token}
+}
+
+// Check asks again, just before a boundary, whether the permit may pass it.
+func (c *Client) Check(ctx context.Context, ref PermitRef, b gate.Boundary) (Decision, error) {
+	if _, err := gate.ParseBoundary(string(b)); err != nil {
+		return Decision{}, err
+	}
+	p, _, err := c.resume(ctx, ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := c.store.Check(ctx, p, b); err != nil {
+		return Decision{}, err
+	}
+	d := decision(ref)
+	d.Boundary, d.LeaseExpiresAt = b, at(p.LeaseExpires())
+	return d, nil
+}
+
+// Cross records, durably, that the permit is about to cross b (choose_file or send).
+// Act exactly once after it; a crossing is never given out twice.
+func (c *Client) Cross(ctx context.Context, ref PermitRef, b gate.Boundary, chainHead string) (Decision, error) {
+	if _, err := gate.ParseBoundary(string(b)); err != nil {
+		return Decision{}, err
+	}
+	if !b.Crossable() {
+		return Decision{}, gate.Invalidf("%s is checked, not crossed: use 'gate check' (crossed boundaries: choose_file, send)", b)
+	}
+	p, _, err := c.resume(ctx, ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	if _, err := c.store.Cross(ctx, p, b, chainHead); err != nil {
+		return Decision{}, err
+	}
+	d := decision(ref)
+	d.Boundary, d.Crossed = b, true
+	return d, nil
+}
+
+// Renew extends the permit's lease to lease from now.
+func (c *Client) Renew(ctx context.Context, ref PermitRef, lease time.Duration) (Decision, error) {
+	if lease <= 0 {
+		return Decision{}, fieldError("lease", errors.New("must be positive"))
+	}
+	p, _, err := c.resume(ctx, ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	exp, err := c.store.Renew(ctx, p, lease)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := decision(ref)
+	d.LeaseExpiresAt = at(exp)
+	return d, nil
+}
+
+// RecordRequest is an attempt's outcome as its executor reports it.
+type RecordRequest struct {
+	Outcome   gate.Outcome
+	Evidence  string // the attempt's evidence bundle folder
+	ChainHead string // the bundle's chain head when the outcome was decided
+}
+
+// Record records the permit's outcome. The store may record a stricter one than asked
+// (not_sent after a crossing is send_status_unknown): the result says what it recorded,
+// with the refusal as the error. An error with an empty result recorded nothing.
+func (c *Client) Record(ctx context.Context, ref PermitRef, req RecordRequest) (Decision, error) {
+	if _, err := gate.ParseOutcome(string(req.Outcome)); err != nil {
+		return Decision{}, err
+	}
+	p, _, err := c.resume(ctx, ref)
+	if err != nil {
+		return Decision{}, err
+	}
+	got, err := c.store.Record(ctx, p, store.RecordRequest{Outcome: req.Outcome, Evidence: req.Evidence, ChainHead: req.ChainHead})
+	if got == "" {
+		return Decision{}, err
+	}
+	d := decision(ref)
+	d.Outcome, d.RequestedOutcome = got, req.Outcome
+	if err != nil {
+		d.Decision, d.Reason = "refused", err.Error()
+	}
+	return d, err
+}
+
+// AuthorizeRequest opens a deliberate redelivery of a consumed intent.
+type AuthorizeRequest struct {
+	Key    string
+	Reason string // why (recorded)
+	Signed []byte // the signed authorization, as 'authorizer sign' writes it
+}
+
+// Authorize opens the next revision of a consumed intent with a registered person's
+// signed authorization. A signature is accepted once.
+func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (AuthorizeResult, error) {
+	if req.Key == "" || len(req.Signed) == 0 || strings.TrimSpace(req.Reason) == "" {
+		return AuthorizeResult{}, gate.Invalidf("gate authorize: --key, --reason and --signed are all required")
+	}
+	k, err := gate.ParseKey(req.Key)
+	if err != nil {
+		return AuthorizeResult{}, fieldError("key", err)
+	}
+	a, err := gate.ParseAuthorization(req.Signed)
+	if err != nil {
+		return AuthorizeResult{}, err
+	}
+	if a.Key != k {
+		return AuthorizeResult{}, gate.Invalidf("the authorization is for key %s, not %s", a.Key, k)
+	}
+	if err := c.store.Authorize(ctx, a, req.Reason); err != nil {
+		return AuthorizeResult{}, err
+	}
+	ref := gate.Ref{Key: k, Revision: a.Revision}
+	c.info("redelivery authorized", Event{Key: k.String(), Detail: a.Signer})
+	return AuthorizeResult{Decision: "authorized", Key: k.String(), Revision: a.Revision, Ref: ref.String(), Authorizer: a.Signer, Reason: req.Reason}, nil
+}
+
+// ResolveRequest is provider evidence for an unknown attempt.
+type ResolveRequest = store.ResolveRequest
+
+// Resolve settles an unknown attempt with provider evidence bound to its dispatch:
+// sent_verified, or sent_rejected for other bytes or another recipient. It refuses while
+// the attempt's lease lives, and for an attempt that crossed nothing.
+func (c *Client) Resolve(ctx context.Context, req ResolveRequest) (ResolveResult, error) {
+	if req.DispatchID == "" || req.Provider == "" || req.ObjectID == "" || req.SHA256 == "" {
+		return ResolveResult{}, gate.Invalidf("gate resolve: --dispatch, --provider, --object and --sha256 are required: only provider evidence resolves an unknown attempt")
+	}
+	if _, err := gate.ParseDigest(req.SHA256); err != nil {
+		return ResolveResult{}, err
+	}
+	if req.Recipient != "" {
+		id, err := gate.ProviderID(req.Recipient)
+		if err != nil {
+			return ResolveResult{}, fieldError("recipient", err)
+		}
+		req.Recipient = id.String()
+	}
+	o, err := c.store.Resolve(ctx, req)
+	if err != nil {
+		return ResolveResult{}, err
+	}
+	return ResolveResult{Decision: "resolved", DispatchID: req.DispatchID, Outcome: o, ObjectID: req.ObjectID}, nil
+}
+
+// AddAuthorizer registers a person's ed25519 public key.
+func (c *Client) AddAuthorizer(ctx context.Context, name string, pub ed25519.PublicKey) (AuthorizerResult, error) {
+	if name == "" || len(pub) != ed25519.PublicKeySize {
+		return AuthorizerResult{}, fmt.Errorf("%w: an authorizer needs a name and a 32-byte ed25519 public key", gate.ErrInvalid)
+	}
+	if err := c.store.AddAuthorizer(ctx, name, pub); err != nil {
+		return AuthorizerResult{}, err
+	}
+	return AuthorizerResult{Authorizer: name, PublicKey: encodeKey(pub)}, nil
+}

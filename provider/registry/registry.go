@@ -1,0 +1,39 @@
+// Package registry finds the provider that answers for a destination's identity
+// namespace ("xmpp" for xmpp:bob@example.org). It is the only code that knows the
+// providers: a new one is a subpackage of provider plus one case here.
+package registry
+
+import (
+	"fmt"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/provider"
+	"github.com/sendonce/sendonce/provider/xmpp"
+)
+
+// Known says whether a provider answers for identities in namespace.
+func Known(namespace string) bool { return namespace == "xmpp" }
+
+// Configured says whether an account to ask with is given: a config file, or the
+// provider's environment variables (read through getenv).
+func Configured(namespace, configPath string, getenv func(string) string) bool {
+	switch namespace {
+	case "xmpp":
+		return configPath != "" || getenv(xmpp.EnvJID) != ""
+	}
+	return false
+}
+
+// Open returns the provider for namespace with the account from configPath, or from
+// the environment through getenv. Bad or missing configuration wraps gate.ErrInvalid.
+func Open(namespace, configPath string, getenv func(string) string) (provider.Provider, error) {
+	switch namespace {
+	case "xmpp":
+		cfg, err := xmpp.LoadConfig(configPath, getenv)
+		if err != nil {
+			return nil, gate.Invalidf("provider account: %v (give --provider-config FILE with {\"jid\", \"password\", \"addr\"}, or set SENDONCE_XMPP_JID and SENDONCE_XMPP_PASSWORD)", err)
+		}
+		return xmpp.New(cfg), nil
+	}
+	return nil, fmt.Errorf("%w: no provider answers for %q identities (known: xmpp)", gate.ErrInvalid, namespace)
+}

@@ -1,0 +1,133 @@
+// Package sendonce delivers a file through a desktop chat app at most once per intended
+// delivery, and leaves proof. It is the Go API behind the sendonce command: every use
+// case (deliver, reconcile, status, show, and the gate operations an agent that drives
+// an app itself needs) is a method here with a typed request and a typed result, and
+// those results are the JSON contract the CLI prints.
+//
+// A Client is one open store:
+//
+//	c, err := sendonce.Open(ctx, "/var/lib/sendonce/sendonce.db", sendonce.Options{})
+//	...
+//	st, err := c.Status(ctx, sendonce.StatusRequest{Key: key})
+//
+// A Deliverer adds a desktop and OCR to a Client and runs whole deliveries.
+//
+// Errors and outcomes. A method returns an error when it decided nothing, or when the
+// gate refused: branch on them with errors.Is — ErrInvalid (bad input: fix it),
+// ErrConsumed (the delivery happened or may have: never send it again), ErrHeld (another
+// executor is at work), ErrStale (this permit was fenced or has ended), ErrUnavailable
+// (the store could not be used: everything stops, fail closed) and context.Canceled.
+// Outcomes are values, not errors: see Deliverer.Deliver.
+//
+// The package never logs, never exits and changes nothing process-wide; it reports
+// progress and warnings through the Hook a caller gives, and it builds without cgo (the
+// desktop's X11 driver and the Tesseract OCR are given to it through small interfaces).
+package sendonce
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/registry"
+)
+
+// Version is this sendonce's version, recorded in every evidence bundle.
+const Version = "0.4.0"
+
+// The errors callers branch on (errors.Is).
+var (
+	// ErrInvalid: bad input; nothing was claimed or touched.
+	ErrInvalid = gate.ErrInvalid
+	// ErrConsumed: the delivery was made or may have been, or this boundary was crossed:
+	// never send it again (a person may open a redelivery with a signed authorization).
+	ErrConsumed = gate.ErrConsumed
+	// ErrHeld: another executor holds a live lease; ask again after it.
+	ErrHeld = gate.ErrHeld
+	// ErrStale: this permit was fenced by a newer one, or has ended.
+	ErrStale = gate.ErrStale
+	// ErrUnavailable: the store could not be read or written as the rules need; stop.
+	ErrUnavailable = store.ErrUnavailable
+	// ErrNotInitialized: there is no store at the location (it also matches
+	// ErrUnavailable's exit code in the CLI: fail closed). Only Init creates one.
+	ErrNotInitialized = store.ErrNotInitialized
+	// ErrEvidence: an evidence bundle cannot be trusted (tampered, truncated, or missing
+	// records the store holds).
+	ErrEvidence = evidence.ErrInvalid
+)
+
+// Options tune a Client.
+type Options struct {
+	// LockTimeout is how long to wait for another process's transaction before failing
+	// closed. Default 10s.
+	LockTimeout time.Duration
+	// EvidenceRoot is where deliveries keep their evidence bundles, one folder per
+	// dispatch. Default: an "evidence" folder next to the store.
+	EvidenceRoot string
+	// Getenv reads the environment for provider accounts (SENDONCE_XMPP_*). Nil reads
+	// nothing: accounts then come from config files only.
+	Getenv func(string) string
+	// Hook receives progress and warnings. It is called from a goroutine of the
+	// Client's, through a buffer: a slow hook loses events and never delays a delivery.
+	Hook Hook
+}
+
+// Client is an open store and the use cases on it. It is safe for use by one goroutine
+// at a time per operation; a Deliverer runs one delivery at a time.
+type Client struct {
+	store        *store.Store
+	where        string
+	schema       int
+	evidenceRoot string
+	getenv       func(string) string
+	events       *notifier
+}
+
+// Open opens the existing store at location (a SQLite file path, or file:PATH). A
+// missing store is ErrNotInitialized; one that cannot be opened is ErrUnavailable; a
+// location that cannot be parsed is ErrInvalid.
+func Open(ctx context.Context, location string, opt Options) (*Client, error) {
+	o, err := registry.Open(ctx, location, registry.Options{LockTimeout: opt.LockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return newClient(o, opt), nil
+}
+
+// Init creates the store at location, or opens and migrates the one there. It is the
+// only function that creates a store.
+func Init(ctx context.Context, location string, opt Options) (InitResult, error) {
+	o, err := registry.Create(ctx, location, registry.Options{LockTimeout: opt.LockTimeout})
+	if err != nil {
+		return InitResult{}, err
+	}
+	o.Store.Close()
+	return InitResult{Store: o.Display, SchemaVersion: o.SchemaVersion}, nil
+}
+
+func newClient(o registry.Opened, opt Options) *Client {
+	root := opt.EvidenceRoot
+	if root == "" {
+		root = filepath.Join(o.Location.Dir(), "evidence")
+	}
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: root, getenv: getenv, events: newNotifier(opt.Hook)}
+}
+
+// Close closes the store.
+func (c *Client) Close() error {
+	c.events.close()
+	return c.store.Close()
+}
+
+// EvidenceRoot is where this client's deliveries keep their bundles.
+func (c *Client) EvidenceRoot() string { return c.evidenceRoot }
+
+// Store is where the store is, as printed.
+func (c *Client) Store() string { return c.where }

@@ -1,0 +1,123 @@
+// Package registry opens a store from one string. It is the only code that knows the
+// backends: a new backend is a subpackage of store plus one case in Parse, and
+// store/storetest is the conformance suite it must pass.
+//
+// Locations:
+//
+//	/var/lib/sendonce/sendonce.db   a SQLite file (a relative path works too)
+//	file:/var/lib/sendonce/sendonce.db
+//	file:///var/lib/sendonce/sendonce.db
+//
+// Anything that looks like a URL scheme but is not one of these (postgres:/x, sqlite:,
+// s3://...) is refused as bad input, never taken as a relative path; so is a file:
+// location with query parameters (nobody gets a private in-memory store by accident).
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/sqlite"
+)
+
+// Options tune how a store is opened.
+type Options struct {
+	// LockTimeout is how long to wait for another process's transaction before failing
+	// closed; the backend's default when zero.
+	LockTimeout time.Duration
+}
+
+// Location is a parsed store location.
+type Location struct {
+	Backend string // "sqlite"
+	Path    string // the SQLite file, as given (relative paths stay relative)
+}
+
+// String is the location as a person would type it again (no secrets: SQLite has none).
+func (l Location) String() string { return l.Path }
+
+// Dir is the folder that holds the store's own files, where per-store defaults (the
+// evidence root) live.
+func (l Location) Dir() string { return filepath.Dir(l.Path) }
+
+var schemeLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// Parse reads a location. Bad input wraps gate.ErrInvalid.
+func Parse(loc string) (Location, error) {
+	switch {
+	case loc == "":
+		return Location{}, fmt.Errorf("%w: no store location given", gate.ErrInvalid)
+	case strings.HasPrefix(loc, "postgres://"), strings.HasPrefix(loc, "postgresql://"):
+		return Location{}, gate.Invalidf("PostgreSQL stores are not supported yet; use a SQLite file path")
+	case strings.HasPrefix(loc, "file:"):
+		u, err := url.Parse(loc)
+		if err != nil {
+			return Location{}, fmt.Errorf("%w: store location %q: %v", gate.ErrInvalid, loc, err)
+		}
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return Location{}, fmt.Errorf("%w: store location %q: query parameters and fragments are not accepted (the store sets its own)", gate.ErrInvalid, loc)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return Location{}, fmt.Errorf("%w: store location %q names host %q; a SQLite store is a local file", gate.ErrInvalid, loc, u.Host)
+		}
+		p := u.Opaque
+		if p == "" {
+			p = u.Path
+		}
+		if p == "" {
+			return Location{}, fmt.Errorf("%w: store location %q names no file", gate.ErrInvalid, loc)
+		}
+		return Location{Backend: "sqlite", Path: p}, nil
+	case schemeLike.MatchString(loc):
+		return Location{}, fmt.Errorf("%w: store location %q starts like a URL with a scheme this sendonce does not know (known: a file path, file:PATH); write ./%s for a relative file of that name", gate.ErrInvalid, loc, loc)
+	}
+	return Location{Backend: "sqlite", Path: loc}, nil
+}
+
+// Opened is a store and where it lives.
+type Opened struct {
+	Store    *store.Store
+	Location Location
+	// Display is the store as printed: a SQLite file's absolute path.
+	Display       string
+	SchemaVersion int
+}
+
+// Open opens the existing store at loc. A missing one is store.ErrNotInitialized, and
+// every failure to open wraps store.ErrUnavailable: callers fail closed.
+func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
+	l, err := Parse(loc)
+	if err != nil {
+		return Opened{}, err
+	}
+	b, err := sqlite.Open(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
+	if err != nil {
+		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
+}
+
+// Create makes the store at loc (or opens and migrates an existing one); its folder is
+// created private (0700) when missing. Only init calls it.
+func Create(ctx context.Context, loc string, opt Options) (Opened, error) {
+	l, err := Parse(loc)
+	if err != nil {
+		return Opened{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
+		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	b, err := sqlite.Create(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
+	if err != nil {
+		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
+}
