@@ -174,8 +174,10 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	runner := &driver.Runner{
 		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
 		Profile: in.profile, Killpoint: d.after,
-		Vars:     driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
-		Progress: func(format string, args ...any) { c.events.send(Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...)}) },
+		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
+		Progress: func(format string, args ...any) {
+			c.events.send(Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...)})
+		},
 	}
 	if req.DryRun {
 		return d.dryRun(ctx, runner, rec, out)

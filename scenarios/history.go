@@ -18,7 +18,7 @@ import (
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
-	"github.com/sendonce/sendonce/store/sqlite"
+	"github.com/sendonce/sendonce/store/registry"
 )
 
 // The history checker, in the style of Jepsen: many worker processes deliver a few
@@ -38,11 +38,11 @@ func Worker(ctx context.Context, storePath, sendsLog, task string, key gate.Key,
 		time.Sleep(time.Duration(randInt(40)) * time.Millisecond)
 		return appendSendRaw(sendsLog, key, "0", "unsafe-"+task, task)
 	}
-	b, err := sqlite.Open(ctx, storePath, sqlite.Options{LockTimeout: 20 * time.Second})
+	o, err := registry.Open(ctx, storePath, registry.Options{LockTimeout: 20 * time.Second})
 	if err != nil {
 		return err
 	}
-	s := store.New(b)
+	s := o.Store
 	defer s.Close()
 	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: task, Lease: lease})
 	if err != nil {
@@ -205,11 +205,11 @@ func checkHistory(ctx context.Context, storePath, sendsLog string, keys []gate.K
 	if err != nil {
 		return err
 	}
-	b, err := sqlite.Open(ctx, storePath, sqlite.Options{})
+	o, err := registry.Open(ctx, storePath, registry.Options{})
 	if err != nil {
 		return err
 	}
-	s := store.New(b)
+	s := o.Store
 	defer s.Close()
 
 	// Reconcile: the sends log is the provider. Only a send bound to the dispatch

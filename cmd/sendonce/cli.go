@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sendonce/sendonce"
-		"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/gate"
 )
 
 // Exit codes: the contract with every caller. Documented in the README; never renumbered.

@@ -11,7 +11,7 @@ import (
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
-	"github.com/sendonce/sendonce/store/sqlite"
+	"github.com/sendonce/sendonce/store/registry"
 )
 
 // TestVerifyAgainstStoreDetectsDroppedSteps: records dropped from the end of an unsealed
@@ -19,11 +19,11 @@ import (
 func TestVerifyAgainstStoreDetectsDroppedSteps(t *testing.T) {
 	ctx := context.Background()
 	path := newStore(t)
-	be, err := sqlite.Open(ctx, path, sqlite.Options{})
+	o, err := registry.Open(ctx, path, registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(be)
+	s := o.Store
 	id, _ := gate.Title("Bob")
 	k := gate.NewKey(id, gate.DigestOf([]byte("dropped")))
 	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "A"})

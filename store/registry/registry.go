@@ -100,7 +100,7 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	}
 	b, err := sqlite.Open(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
 	if err != nil {
-		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
 }
@@ -113,11 +113,11 @@ func Create(ctx context.Context, loc string, opt Options) (Opened, error) {
 		return Opened{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
-		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	b, err := sqlite.Create(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
 	if err != nil {
-		return Opened{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
 }

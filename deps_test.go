@@ -1,0 +1,151 @@
+package sendonce_test
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The import rules of this module, checked on what the packages really import
+// (transitively, from `go list -deps`), in the spirit of tailscale's deptest.
+
+const module = "github.com/sendonce/sendonce"
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// goList runs `go list -deps -json` on patterns, without test files.
+func goList(t *testing.T, env []string, patterns ...string) map[string]listed {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports,Deps"}, patterns...)...)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list %v: %v\n%s", patterns, err, stderr)
+	}
+	pkgs := map[string]listed{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p listed
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// TestDesktopAndLoggingStayInCmd: the library, the rules, the stores, the evidence and
+// the providers never reach the logger, the input library, the OCR library or their
+// wrappers, however indirectly; only cmd/sendonce wires those in.
+func TestDesktopAndLoggingStayInCmd(t *testing.T) {
+	forbidden := []string{"github.com/rs/zerolog", "github.com/go-vgo/robotgo", "github.com/otiai10/gosseract/v2",
+		module + "/driver/x11", module + "/vision/tesseract"}
+	roots := []string{module, module + "/gate", module + "/store", module + "/store/registry", module + "/store/sqlite",
+		module + "/store/storetest", module + "/evidence", module + "/provider", module + "/provider/registry", module + "/provider/xmpp",
+		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios"}
+	pkgs := goList(t, nil, roots...)
+	for _, root := range roots {
+		p, ok := pkgs[root]
+		if !ok {
+			t.Fatalf("go list did not report %s", root)
+		}
+		for _, dep := range p.Deps {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s reaches %s: only cmd/sendonce may import it", root, dep)
+				}
+			}
+		}
+	}
+}
+
+// TestOneRegistryPerKind: only store/registry imports a store backend, only
+// provider/registry imports a provider; everything else asks the registry.
+func TestOneRegistryPerKind(t *testing.T) {
+	registries := map[string]string{ // backend prefix -> the one package that may import it
+		module + "/store/sqlite":  module + "/store/registry",
+		module + "/provider/xmpp": module + "/provider/registry",
+	}
+	pkgs := goList(t, nil, module+"/...")
+	for path, p := range pkgs {
+		if !strings.HasPrefix(path, module) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for backend, reg := range registries {
+				if (imp == backend || strings.HasPrefix(imp, backend+"/")) && path != reg && !strings.HasPrefix(path, backend) {
+					t.Errorf("%s imports the backend %s directly: open it through %s", path, imp, reg)
+				}
+			}
+		}
+	}
+}
+
+// TestRootBuildsWithoutCgo: the Go API needs no C toolchain.
+func TestRootBuildsWithoutCgo(t *testing.T) {
+	cmd := exec.Command("go", "build", "-o", "/dev/null", ".")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build .: %v\n%s", err, out)
+	}
+}
+
+// TestCmdGoesThroughTheLibrary: the command only parses, wires and prints. Its non-test
+// code imports no store or provider package (so it cannot claim, cross, record or
+// resolve except through the root package) and never runs the runner, the classifier
+// or the provider match itself.
+func TestCmdGoesThroughTheLibrary(t *testing.T) {
+	files, err := filepath.Glob("cmd/sendonce/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cmd/sendonce sources: %v", err)
+	}
+	forbiddenImports := []string{module + "/store", module + "/provider"}
+	forbiddenCalls := map[string]string{
+		"evidence.Classify": "the classifier", "evidence.ClassifyBundle": "the classifier", "evidence.FailClosed": "the classifier",
+		"driver.Runner": "the runner", "provider.Match": "the provider match", "provider.Ask": "the provider lookup",
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			for _, bad := range forbiddenImports {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s imports %s: go through the root package", name, path)
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok {
+				if what, bad := forbiddenCalls[x.Name+"."+sel.Sel.Name]; bad {
+					t.Errorf("%s: %s uses %s directly: go through the root package", fset.Position(sel.Pos()), x.Name+"."+sel.Sel.Name, what)
+				}
+			}
+			return true
+		})
+	}
+}
