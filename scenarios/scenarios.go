@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +70,46 @@ type Result struct {
 	Expected string `json:"expected"`
 	Got      string `json:"got"`
 	Pass     bool   `json:"pass"`
+}
+
+// SuiteReport is a run of the suite.
+type SuiteReport struct {
+	Scenarios []Result `json:"scenarios"`
+}
+
+// Failed counts the scenarios that did not pass.
+func (s SuiteReport) Failed() int {
+	n := 0
+	for _, r := range s.Scenarios {
+		if !r.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// RunSuite runs every scenario (or only the one named only), each in a fresh folder
+// under a temporary folder that it removes again. each is told every result.
+func (r Runner) RunSuite(ctx context.Context, only string, each func(Result)) (SuiteReport, error) {
+	scs, err := Load()
+	if err != nil {
+		return SuiteReport{}, err
+	}
+	work, err := os.MkdirTemp("", "sendonce-scenarios-")
+	if err != nil {
+		return SuiteReport{}, err
+	}
+	defer os.RemoveAll(work)
+	var rep SuiteReport
+	for i, sc := range scs {
+		if only != "" && sc.Name != only {
+			continue
+		}
+		res := r.Run(ctx, sc, filepath.Join(work, strconv.Itoa(i)))
+		each(res)
+		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	return rep, nil
 }
 
 // Runner runs scenarios with a sendonce binary.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -166,7 +165,7 @@ func usageText() string {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-18s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected. 'sendonce COMMAND -h' shows a command's flags.\n")
+	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted; 130 interrupted before\nanything was claimed. 'sendonce COMMAND -h' shows a command's flags.\n")
 	return b.String()
 }
 
@@ -278,13 +277,13 @@ func (env *environment) setupLog() {
 // print writes a command's result: one JSON object with --json, else text.
 func (env *environment) print(obj any, text func(w io.Writer)) {
 	env.printed = true
-	if env.jsonOut {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetEscapeHTML(false)
-		enc.Encode(obj)
+	if !env.jsonOut {
+		text(env.stdout)
 		return
 	}
-	text(env.stdout)
+	enc := json.NewEncoder(env.stdout)
+	enc.SetEscapeHTML(false)
+	enc.Encode(obj)
 }
 
 // errorOutput is the one JSON object a failed command prints with --json.
@@ -293,21 +292,14 @@ type errorOutput struct {
 	ExitCode int    `json:"exit_code"`
 }
 
-// fail reports an error: as the one JSON object on stdout with --json, else on stderr.
+// fail reports an error, unless the command printed its result (whose exit code says
+// the rest): as the one JSON object on stdout with --json, else on stderr.
 func (env *environment) fail(err error, code int) {
-	var x exitError
-	if errors.As(err, &x) && env.printed && x.code != exitVerifyFailed {
-		return // the result was printed; its exit code says the rest
-	}
-	if env.jsonOut {
-		if !env.printed {
-			enc := json.NewEncoder(env.stdout)
-			enc.SetEscapeHTML(false)
-			enc.Encode(errorOutput{Error: message(err), ExitCode: code})
-		}
-		return
-	}
-	if !env.printed {
+	switch {
+	case env.printed:
+	case env.jsonOut:
+		env.print(errorOutput{Error: message(err), ExitCode: code}, nil)
+	default:
 		fmt.Fprintf(env.stderr, "sendonce: %s\n", message(err))
 	}
 }
@@ -372,20 +364,4 @@ func (env *environment) killpoint(name string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
-}
-
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -147,7 +147,7 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 		return rec, closer, nil
 	}
 	res, err := env.deliver(ctx, f, open)
-	if rec == nil || err != nil || !isOutcome(res.Outcome) {
+	if _, notOutcome := gate.ParseOutcome(res.Outcome); rec == nil || err != nil || notOutcome != nil {
 		return err
 	}
 	content, rerr := os.ReadFile(f.file)
@@ -158,11 +158,6 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 		env.log.Warn().Err(rerr).Msg("saving the fixture")
 	}
 	return deliveryExit(res)
-}
-
-func isOutcome(s string) bool {
-	_, err := gate.ParseOutcome(s)
-	return err == nil
 }
 
 // deliver runs one delivery through the library on the desktop open gives, and prints

@@ -56,14 +56,26 @@ func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) err
 	return nil
 }
 
-// createOutput creates a command's output file; remove deletes it again when the
-// command fails.
-func createOutput(path string, flag int) (f *os.File, remove func(), err error) {
-	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o600)
+// writeBundle verifies the bundle at path and writes it to the file out with write;
+// the file is removed again when that fails.
+func writeBundle(path, out string, flag int, write func(*sendonce.Bundle, io.Writer) error) error {
+	b, err := sendonce.OpenBundle(path, nil)
 	if err != nil {
-		return nil, nil, usagef("cannot write %s: %v", path, errors.Unwrap(err))
+		return err
 	}
-	return f, func() { f.Close(); os.Remove(path) }, nil
+	defer b.Close()
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|flag, 0o600)
+	if err != nil {
+		return usagef("cannot write %s: %v", out, errors.Unwrap(err))
+	}
+	if err = write(b, f); err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(out)
+	}
+	return err
 }
 
 func cmdEvidenceReport(ctx context.Context, env *environment, args []string) error {
@@ -76,24 +88,13 @@ func cmdEvidenceReport(ctx context.Context, env *environment, args []string) err
 	if *out == "" {
 		return usagef("evidence report: -o FILE is required")
 	}
-	b, err := sendonce.OpenBundle(pos[0], nil)
-	if err != nil {
+	res := sendonce.ReportResult{Report: *out}
+	if err := writeBundle(pos[0], *out, os.O_TRUNC, func(b *sendonce.Bundle, w io.Writer) (err error) {
+		res.Outcome, err = b.WriteReport(w)
+		return err
+	}); err != nil {
 		return err
 	}
-	defer b.Close()
-	f, remove, err := createOutput(*out, os.O_TRUNC)
-	if err != nil {
-		return err
-	}
-	outcome, err := b.WriteReport(f)
-	if err == nil {
-		err = f.Close()
-	}
-	if err != nil {
-		remove()
-		return err
-	}
-	res := sendonce.ReportResult{Report: *out, Outcome: outcome}
 	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "report written to %s (outcome %s)\n", res.Report, res.Outcome) })
 	return nil
 }
@@ -108,21 +109,7 @@ func cmdEvidenceExport(ctx context.Context, env *environment, args []string) err
 	if *out == "" || !strings.HasSuffix(*out, ".tar.gz") {
 		return usagef("evidence export: -o FILE.tar.gz is required")
 	}
-	b, err := sendonce.OpenBundle(pos[0], nil)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	f, remove, err := createOutput(*out, os.O_EXCL)
-	if err != nil {
-		return err
-	}
-	err = b.Export(f)
-	if err == nil {
-		err = f.Close()
-	}
-	if err != nil {
-		remove()
+	if err := writeBundle(pos[0], *out, os.O_EXCL, (*sendonce.Bundle).Export); err != nil {
 		return err
 	}
 	res := sendonce.ExportResult{Archive: *out}

@@ -25,16 +25,9 @@ func (d *destination) register(fs interface {
 	fs.StringVar(&d.sha, "sha256", "", "the SHA-256 of the bytes, when the file is not at hand")
 }
 
-// request is the destination and content as the library takes them, after the checks
-// that belong to the flags.
-func (d *destination) request() (sendonce.Destination, sendonce.Content, error) {
-	if d.to == "" && d.destID == "" {
-		return sendonce.Destination{}, sendonce.Content{}, usagef("name the destination with --to TITLE and/or --dest-id NS:ID")
-	}
-	if (d.file == "") == (d.sha == "") {
-		return sendonce.Destination{}, sendonce.Content{}, usagef("give exactly one of --file PATH and --sha256 HEX")
-	}
-	return sendonce.Destination{Title: d.to, ProviderID: d.destID}, sendonce.Content{Path: d.file, SHA256: d.sha}, nil
+// request is the destination and content as the library takes them.
+func (d *destination) request() (sendonce.Destination, sendonce.Content) {
+	return sendonce.Destination{Title: d.to, ProviderID: d.destID}, sendonce.Content{Path: d.file, SHA256: d.sha}
 }
 
 func cmdClaim(ctx context.Context, env *environment, args []string) error {
@@ -52,10 +45,7 @@ func cmdClaim(ctx context.Context, env *environment, args []string) error {
 	if *lease <= 0 {
 		return usagef("gate claim: --lease must be positive")
 	}
-	to, content, err := dest.request()
-	if err != nil {
-		return err
-	}
+	to, content := dest.request()
 	c, err := env.open(ctx)
 	if err != nil {
 		return err
@@ -102,7 +92,7 @@ func (p *permitFlags) register(fs interface {
 	fs.Uint64Var(&p.ref.Token, "token", 0, "the fencing `TOKEN` the claim printed")
 }
 
-func boundaryFlag(s string, crossing bool) (gate.Boundary, error) {
+func boundaryFlag(s string) (gate.Boundary, error) {
 	if s == "" {
 		return "", usagef("--boundary is required (open_picker, choose_file or send)")
 	}
@@ -110,17 +100,11 @@ func boundaryFlag(s string, crossing bool) (gate.Boundary, error) {
 	if err != nil {
 		return "", err
 	}
-	if crossing && !b.Crossable() {
-		return "", usagef("%s is checked, not crossed: use 'gate check' (crossed boundaries: choose_file, send)", b)
-	}
 	return b, nil
 }
 
 // permitCommand runs one operation on a permit and prints its decision.
 func (env *environment) permitCommand(ctx context.Context, pf permitFlags, op func(*sendonce.Client) (sendonce.Decision, error), text func(sendonce.Decision) string) error {
-	if pf.ref.Key == "" || pf.ref.Task == "" || pf.ref.Token == 0 {
-		return usagef("--key, --task and --token are all required")
-	}
 	c, err := env.open(ctx)
 	if err != nil {
 		return err
@@ -142,7 +126,7 @@ func cmdCheck(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	b, err := boundaryFlag(*boundary, false)
+	b, err := boundaryFlag(*boundary)
 	if err != nil {
 		return err
 	}
@@ -159,7 +143,7 @@ func cmdCross(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	b, err := boundaryFlag(*boundary, true)
+	b, err := boundaryFlag(*boundary)
 	if err != nil {
 		return err
 	}
@@ -197,10 +181,7 @@ func cmdRecord(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	o, err := gate.ParseOutcome(*outcome)
-	if err != nil {
-		return err
-	}
+	o := gate.Outcome(*outcome) // checked by the library
 	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) {
 		return c.Record(ctx, pf.ref, sendonce.RecordRequest{Outcome: o, Evidence: *evidence, ChainHead: *chainHead})
 	}, func(d sendonce.Decision) string { return "recorded " + string(d.Outcome) })
@@ -221,9 +202,6 @@ func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
 			return usagef("cannot read %s: %v", *signed, errors.Unwrap(err))
 		}
 		req.Signed = b
-	}
-	if req.Key == "" || req.Signed == nil {
-		return usagef("gate authorize: --key, --reason and --signed are all required")
 	}
 	c, err := env.open(ctx)
 	if err != nil {
@@ -251,9 +229,6 @@ func cmdResolve(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.Link, "link", "", "where the provider holds the bytes")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
-	}
-	if req.DispatchID == "" || req.Provider == "" || req.ObjectID == "" || req.SHA256 == "" {
-		return usagef("gate resolve: --dispatch, --provider, --object and --sha256 are required: only provider evidence resolves an unknown attempt")
 	}
 	c, err := env.open(ctx)
 	if err != nil {

@@ -21,10 +21,6 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	scs, err := scenarios.Load()
-	if err != nil {
-		return err
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -36,37 +32,22 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	if _, err := os.Stat(filepath.Join(td, "fixtures")); err != nil {
 		return usagef("scenarios need the repository's testdata folder: give --testdata DIR (%v)", err)
 	}
-	work, err := os.MkdirTemp("", "sendonce-scenarios-")
+	r := scenarios.Runner{Exe: exe, Testdata: td, Env: []string{"OMP_THREAD_LIMIT=1"}}
+	rep, err := r.RunSuite(ctx, *only, func(res scenarios.Result) {
+		env.log.Info().Str("scenario", res.Name).Bool("pass", res.Pass).Msg("scenario")
+	})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	r := scenarios.Runner{Exe: exe, Testdata: td, Env: []string{"OMP_THREAD_LIMIT=1"}}
-	var results []scenarios.Result
-	failed := 0
-	for i, sc := range scs {
-		if *only != "" && sc.Name != *only {
-			continue
-		}
-		res := r.Run(ctx, sc, filepath.Join(work, fmt.Sprint(i)))
-		if !res.Pass {
-			failed++
-		}
-		results = append(results, res)
-		env.log.Info().Str("scenario", sc.Name).Bool("pass", res.Pass).Msg("scenario")
-	}
-	env.print(map[string]any{"scenarios": results}, func(w io.Writer) {
-		for _, r := range results {
-			mark := "PASS"
-			if !r.Pass {
-				mark = "FAIL"
-			}
+	env.print(rep, func(w io.Writer) {
+		for _, r := range rep.Scenarios {
+			mark := map[bool]string{true: "PASS", false: "FAIL"}[r.Pass]
 			fmt.Fprintf(w, "%s  %s\n      expected: %s\n      got:      %s\n", mark, r.Name, r.Expected, r.Got)
 		}
-		fmt.Fprintf(w, "scenarios: %d passed, %d failed\n", len(results)-failed, failed)
+		fmt.Fprintf(w, "scenarios: %d passed, %d failed\n", len(rep.Scenarios)-rep.Failed(), rep.Failed())
 	})
-	if failed > 0 {
-		return exitError{1, fmt.Errorf("%d scenario(s) failed", failed)}
+	if n := rep.Failed(); n > 0 {
+		return exitError{1, fmt.Errorf("%d scenario(s) failed", n)}
 	}
 	return nil
 }

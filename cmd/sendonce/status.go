@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
@@ -37,16 +39,7 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	req := sendonce.StatusRequest{Key: *keyFlag}
-	if *keyFlag != "" && dest != (destination{}) {
-		return usagef("give either --key or the destination and file, not both")
-	}
-	if *keyFlag == "" {
-		to, content, err := dest.request()
-		if err != nil {
-			return err
-		}
-		req.Destination, req.Content = to, content
-	}
+	req.Destination, req.Content = dest.request()
 	return env.report(ctx, req, (*sendonce.Client).Status)
 }
 
@@ -54,9 +47,6 @@ func cmdShow(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("show", "KEY")
 	pos, err := parse(fs, args, 1)
 	if err != nil {
-		return err
-	}
-	if _, err := gate.ParseRef(pos[0]); err != nil {
 		return err
 	}
 	return env.report(ctx, sendonce.StatusRequest{Key: pos[0]}, (*sendonce.Client).Show)
@@ -107,21 +97,21 @@ func writeIntent(w io.Writer, r sendonce.Intent) {
 		}
 		fmt.Fprintf(w, "attempt r%d token %d task %s dispatch %s: %s\n", a.Revision, a.Token, a.Task, a.DispatchID, o)
 		for _, c := range a.Crossings {
-			fmt.Fprintf(w, "  crossed %s at %s\n", c.Boundary, formatTime(c.At))
+			fmt.Fprintf(w, "  crossed %s at %s\n", c.Boundary, sendonce.Time{Time: c.At})
 		}
 		if a.Evidence != "" {
 			fmt.Fprintf(w, "  evidence: %s\n", a.Evidence)
 		}
 	}
 	for _, e := range r.Events {
-		fmt.Fprintf(w, "%5d %s %-17s", e.Seq, formatTime(e.At), e.Kind)
+		fmt.Fprintf(w, "%5d %s %-17s", e.Seq, sendonce.Time{Time: e.At}, e.Kind)
 		if e.Task != "" {
 			fmt.Fprintf(w, " task=%s", e.Task)
 		}
 		if e.Token != 0 {
 			fmt.Fprintf(w, " token=%d", e.Token)
 		}
-		for _, k := range sortedKeys(e.Detail) {
+		for _, k := range slices.Sorted(maps.Keys(e.Detail)) {
 			fmt.Fprintf(w, " %s=%q", k, e.Detail[k])
 		}
 		fmt.Fprintln(w)
