@@ -19,13 +19,8 @@ import (
 // display; a program on a workstation gives x11.Open's driver instead.
 func ExampleDeliverer_Deliver() {
 	ctx := context.Background()
-	loc, cleanup := exampleStore()
+	c, dir, cleanup := exampleClient()
 	defer cleanup()
-	c, err := sendonce.Open(ctx, loc, sendonce.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 	ocr, err := tesseract.New()
 	if err != nil {
 		panic(err)
@@ -43,7 +38,7 @@ func ExampleDeliverer_Deliver() {
 		Destination:     sendonce.Destination{Title: "Bob", ProviderID: "xmpp:bob@localhost"},
 		Content:         sendonce.Content{Path: "testdata/fixtures/verified-text-file/file/minutes.txt"},
 		Display:         ":replay",
-		Staging:         filepath.Join(filepath.Dir(loc), "staging"),
+		Staging:         filepath.Join(dir, "staging"),
 		SentItemTimeout: 2 * time.Second,
 	}
 	res, err := d.Deliver(ctx, req)

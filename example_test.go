@@ -23,6 +23,16 @@ func exampleStore() (loc string, cleanup func()) {
 	return loc, func() { os.RemoveAll(dir) }
 }
 
+// exampleClient opens a fresh store, as ExampleClient_Status shows in full.
+func exampleClient() (c *sendonce.Client, dir string, cleanup func()) {
+	loc, cleanup := exampleStore()
+	c, err := sendonce.Open(context.Background(), loc, sendonce.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return c, filepath.Dir(loc), func() { c.Close(); cleanup() }
+}
+
 // An agent that drives an app itself asks the gate at each step, and anyone can ask
 // what happened to a delivery.
 func ExampleClient_Status() {
@@ -65,13 +75,8 @@ func ExampleClient_Status() {
 // Reconcile asks the provider about attempts whose result is unknown; it never sends.
 func ExampleClient_Reconcile() {
 	ctx := context.Background()
-	loc, cleanup := exampleStore()
+	c, dir, cleanup := exampleClient()
 	defer cleanup()
-	c, err := sendonce.Open(ctx, loc, sendonce.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 
 	// A task crossed send and then could not tell what happened.
 	content := sendonce.Content{SHA256: "8a3c67892f82af22b58377b8e85bb41899053788d3aa3b81d2e6b4580e917c29"}
@@ -80,7 +85,7 @@ func ExampleClient_Reconcile() {
 	c.Cross(ctx, permit, "send", "")
 	c.Record(ctx, permit, sendonce.RecordRequest{Outcome: "send_status_unknown"})
 
-	account := filepath.Join(filepath.Dir(loc), "alice.json")
+	account := filepath.Join(dir, "alice.json")
 	os.WriteFile(account, []byte(`{"jid": "alice@example.org", "password": "secret", "addr": "127.0.0.1:5222"}`), 0o600)
 	res, err := c.Reconcile(ctx, sendonce.ReconcileRequest{ProviderConfig: account})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -609,30 +608,6 @@ func TestLiveTwoFilesAtOnce(t *testing.T) {
 	}
 }
 
-// liveCLI is cli for a benchmark (cli takes a *testing.T).
-func liveCLI(tb testing.TB, extraEnv []string, args ...string) (string, int) {
-	tb.Helper()
-	cmd := exec.Command(executable(tb), args...)
-	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), extraEnv...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, io.Discard
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		tb.Fatalf("running sendonce %v: %v", args, err)
-	}
-	return out.String(), cmd.ProcessState.ExitCode()
-}
-
-func executable(tb testing.TB) string {
-	tb.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return exe
-}
-
 // BenchmarkLiveDelivery measures one whole delivery through Gajim, from the process start
 // to its exit with sent_verified (b.N deliveries of unique files, one store). Each file
 // has its own name too (bench-NNNNN.txt): the benchmark measures time, while the tests
@@ -641,7 +616,7 @@ func BenchmarkLiveDelivery(b *testing.B) {
 	bed := liveTestBed(b)
 	dir := b.TempDir()
 	store := filepath.Join(dir, "sendonce.db")
-	if out, code := liveCLI(b, nil, "init", "--store", store); code != 0 {
+	if out, code := cli(b, nil, "init", "--store", store); code != 0 {
 		b.Fatalf("init: %d %s", code, out)
 	}
 	for i := 0; b.Loop(); i++ {
@@ -650,7 +625,7 @@ func BenchmarkLiveDelivery(b *testing.B) {
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		out, code := liveCLI(b, liveEnv, "deliver", "--app", "gajim", "--to", "Bob", "--dest-id", "xmpp:bob@localhost",
+		out, code := cli(b, liveEnv, "deliver", "--app", "gajim", "--to", "Bob", "--dest-id", "xmpp:bob@localhost",
 			"--file", file, "--display", bed.display(b), "--staging", bed.staging(b), "--store", store, "--json")
 		if code != exitOK || !strings.Contains(out, `"outcome":"sent_verified"`) {
 			b.Fatalf("delivery %d exited %d: %s", i, code, out)

@@ -22,7 +22,7 @@ import (
 // These tests run the real CLI as real OS processes (this test binary, re-executed with
 // SENDONCE_AS_CLI=1) sharing one SQLite file.
 
-func self(t *testing.T) string {
+func self(t testing.TB) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -32,7 +32,7 @@ func self(t *testing.T) string {
 }
 
 // cli runs sendonce with args and returns stdout and the exit code.
-func cli(t *testing.T, extraEnv []string, args ...string) (string, int) {
+func cli(t testing.TB, extraEnv []string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(self(t), args...)
 	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), extraEnv...)
