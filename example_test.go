@@ -24,13 +24,13 @@ func exampleStore() (loc string, cleanup func()) {
 }
 
 // exampleClient opens a fresh store, as ExampleClient_Status shows in full.
-func exampleClient() (c *sendonce.Client, dir string, cleanup func()) {
-	loc, cleanup := exampleStore()
+func exampleClient() (*sendonce.Client, string, func()) {
+	loc, removeStore := exampleStore()
 	c, err := sendonce.Open(context.Background(), loc, sendonce.Options{})
 	if err != nil {
 		panic(err)
 	}
-	return c, filepath.Dir(loc), func() { c.Close(); cleanup() }
+	return c, filepath.Dir(loc), func() { c.Close(); removeStore() }
 }
 
 // An agent that drives an app itself asks the gate at each step, and anyone can ask
