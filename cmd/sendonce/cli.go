@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -134,7 +132,7 @@ type command struct {
 }
 
 func commands() []command {
-	return append(desktopCommands(), []command{
+	return append(append(desktopCommands(), testCommands()...), []command{
 		{"init", "create the store (the only command that creates one)", cmdInit},
 		{"gate claim", "claim the right to deliver a file to a destination", cmdClaim},
 		{"gate check", "ask again before a boundary", cmdCheck},
@@ -150,9 +148,6 @@ func commands() []command {
 		{"evidence report", "write a bundle as one self-contained HTML page", cmdEvidenceReport},
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
-		{"scenarios run", "run the policy scenario suite (replayed deliveries, real processes)", cmdScenarios},
-		{"scenarios history", "run the randomized history checker (kills, pauses, restarts) and check it", cmdScenarioHistory},
-		{"scenarios worker", "one executor of the history checker (used by scenarios history)", cmdScenarioWorker},
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
@@ -353,15 +348,5 @@ func (env *environment) logEvent(e sendonce.Event) {
 		ev.Str("key", e.Key).Str("dispatch", e.DispatchID).Str("detail", e.Detail).Msg(e.Message)
 	default:
 		env.log.Info().Str("key", e.Key).Str("dispatch", e.DispatchID).Str("detail", e.Detail).Msg(e.Message)
-	}
-}
-
-// killpoint is a documented test hook: with SENDONCE_TEST_KILL_AFTER=NAME in the
-// environment, the process kills itself with SIGKILL right after the step NAME is
-// durable, the way a crash would. The crash-matrix tests use it.
-func (env *environment) killpoint(name string) {
-	if env.getenv("SENDONCE_TEST_KILL_AFTER") == name {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way
 	}
 }

@@ -42,7 +42,9 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long to wait for another delivery on this display to finish")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "claim nothing and cross nothing: say what the gate would decide and whether the title matches")
 	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
-	fs.StringVar(&f.replay, "replay", "", "testing: drive a recorded fixture `DIR` instead of the live desktop (no X server)")
+	if testHooks {
+		fs.StringVar(&f.replay, "replay", "", "testing: drive a recorded fixture `DIR` instead of the live desktop (no X server)")
+	}
 	fs.StringVar(&f.providerConfig, "provider-config", "", "with --dest-id xmpp:..., ask the XMPP server after the send; the account `FILE` (or SENDONCE_XMPP_JID/PASSWORD/ADDR)")
 	return fs
 }
@@ -90,19 +92,7 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	}
 	open := openLive
 	if f.replay != "" {
-		open = func(context.Context, string) (driver.Driver, func(), error) {
-			d, err := replay.New(f.replay)
-			if err != nil {
-				return nil, nil, usagef("--replay: %v", err)
-			}
-			return d, func() {}, nil
-		}
-		if f.display == "" {
-			f.display = ":replay"
-		}
-		if f.sentItemTimeout == 0 {
-			f.sentItemTimeout = 2 * time.Second
-		}
+		open = replayDesktop(&f)
 	}
 	_, err := env.deliver(ctx, f, open)
 	return err

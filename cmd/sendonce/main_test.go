@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,10 @@ import (
 // TestMain lets the test binary be the sendonce command: for testscript's scripts, and
 // for the tests that start many real OS processes (SENDONCE_AS_CLI=1).
 func TestMain(m *testing.M) {
+	if !testHooks {
+		fmt.Fprintln(os.Stderr, "cmd/sendonce's tests drive its test-only surfaces: run them with -tags sendonce_testhooks")
+		os.Exit(2)
+	}
 	if os.Getenv("SENDONCE_AS_CLI") == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
 	}

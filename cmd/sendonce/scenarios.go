@@ -1,3 +1,5 @@
+//go:build sendonce_testhooks
+
 package main
 
 import (
@@ -6,11 +8,37 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/scenarios"
 )
+
+// This file is in test builds only (-tags sendonce_testhooks): the scenario suite and the
+// history checker drive this binary's test-only surfaces (the worker command, deliver
+// --replay, SENDONCE_TEST_KILL_AFTER), which a release build does not have.
+
+// testHooks says that this build has the test-only surfaces.
+const testHooks = true
+
+func testCommands() []command {
+	return []command{
+		{"scenarios run", "run the policy scenario suite (replayed deliveries, real processes)", cmdScenarios},
+		{"scenarios history", "run the randomized history checker (kills, pauses, restarts) and check it", cmdScenarioHistory},
+		{"scenarios worker", "one executor of the history checker (used by scenarios history)", cmdScenarioWorker},
+	}
+}
+
+// killpoint is a documented test hook: with SENDONCE_TEST_KILL_AFTER=NAME in the
+// environment, the process kills itself with SIGKILL right after the step NAME is
+// durable, the way a crash would. The crash-matrix tests use it.
+func (env *environment) killpoint(name string) {
+	if env.getenv("SENDONCE_TEST_KILL_AFTER") == name {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}
 
 // cmdScenarios runs the policy suite: every scenario's steps as real processes of this
 // binary against a fresh store, deliveries replayed from the recorded fixtures.

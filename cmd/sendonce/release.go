@@ -1,0 +1,13 @@
+//go:build !sendonce_testhooks
+
+package main
+
+// A release build (go build ./cmd/sendonce) has no test-only surfaces: no scenario
+// commands, no SENDONCE_TEST_KILL_AFTER, no deliver --replay. A replayed desktop must not
+// be able to record outcomes for real keys in a real store.
+
+const testHooks = false
+
+func testCommands() []command { return nil }
+
+func (env *environment) killpoint(string) {}
