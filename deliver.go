@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
@@ -79,11 +80,18 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return DeliveryResult{}, err
 	}
 	defer in.closeFile()
-	snap, err := stage(in.file, in.name, req.Staging)
+	in.staging.prune(time.Now())
+	staged, err := in.staging.stage(in.file, in.name)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
-	keys, err := req.Destination.keys(snap.Digest)
+	placed := false
+	defer func() {
+		if !placed {
+			staged.discard()
+		}
+	}()
+	keys, err := req.Destination.keys(staged.Digest)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
@@ -150,18 +158,28 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if dispatch == "" {
 		dispatch = "dry-run-" + task
 	}
+	placed = true
+	snap, err := staged.place(dispatch)
+	if err != nil {
+		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: %v", store.ErrUnavailable, err))
+	}
+	if req.DryRun {
+		defer removeSnapshot(snap)
+	}
 	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
 	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: req.Destination.Title,
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
 		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname()}
 	rec, err := evidence.Create(bundleDir, m, nil)
 	if err != nil {
+		removeSnapshot(snap)
 		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: evidence bundle: %v", store.ErrUnavailable, err))
 	}
 	out.Evidence = bundleDir
 
 	display, err := d.waitForDisplay(ctx, req.Display, task, lease, req.DisplayWait)
 	if err != nil {
+		removeSnapshot(snap) // nothing reached the app
 		return d.abandon(ctx, permit, rec, out, err)
 	}
 	defer func() {
@@ -204,7 +222,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if res.Crossed && d.providerWanted(req) {
 		objectID = d.askProvider(ctx, req, rec, permit, keys[0], snap)
 	}
-	return d.finish(ctx, permit, rec, out, objectID)
+	res2, err := d.finish(ctx, permit, rec, out, objectID)
+	if o := gate.Outcome(res2.Outcome); err == nil && o != gate.SendStatusUnknown {
+		// Settled: the app has nothing left to read. After unknown the app may still be
+		// uploading: the snapshot stays until reconcile or the retention.
+		if rerr := removeSnapshot(snap); rerr != nil {
+			c.warn("removing the snapshot", rerr, Event{DispatchID: out.DispatchID})
+		}
+	}
+	return res2, err
 }
 
 func (d *Deliverer) after(moment string) {
@@ -227,6 +253,7 @@ type deliveryInput struct {
 	file      *os.File
 	name      string
 	closeFile func()
+	staging   stagingArea
 }
 
 func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
@@ -259,15 +286,25 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, gate.Invalidf("%s is %d bytes, over %s's upload limit of %d bytes", f.Name(), size, p.App, p.UploadLimitBytes)
 	}
-	in.file, in.name, in.closeFile = f, name, closeFile
-	switch {
-	case req.Display == "":
+	if err := checkTypedName(name); err != nil {
+		closeFile()
+		return in, err
+	}
+	if req.Display == "" {
 		closeFile()
 		return in, fieldError("display", errors.New("is required"))
-	case req.Staging == "":
-		closeFile()
-		return in, fieldError("staging", errors.New("is required"))
 	}
+	if in.staging, err = openStaging(req.Staging); err != nil {
+		closeFile()
+		return in, err
+	}
+	for _, part := range strings.Split(strings.Trim(in.staging.dir, "/"), "/") {
+		if err := checkTypedName(part); err != nil {
+			closeFile()
+			return in, gate.Invalidf("the staging folder %s is typed into the file chooser too: %v", in.staging.dir, err)
+		}
+	}
+	in.file, in.name, in.closeFile = f, name, closeFile
 	return in, nil
 }
 

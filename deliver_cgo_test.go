@@ -57,7 +57,7 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 		t.Fatal(err)
 	}
 	loc := filepath.Join(work, "sendonce.db")
-	if _, err := sendonce.Init(context.Background(), loc, sendonce.Options{}); err != nil {
+	if _, err := sendonce.Init(context.Background(), loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	opt.EvidenceRoot = filepath.Join(work, "evidence")
@@ -92,6 +92,11 @@ func TestReplayFixtures(t *testing.T) {
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			r := newReplayed(t, filepath.Base(dir), sendonce.Options{})
+			// A staging folder readable by the app's group (as the test bed's is).
+			if err := os.Mkdir(r.req.Staging, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(r.req.Staging, 0o750)
 			res, err := r.deliverer().Deliver(context.Background(), r.req)
 			if err != nil {
 				t.Fatalf("Deliver: %v (result %+v)", err, res)
@@ -103,7 +108,32 @@ func TestReplayFixtures(t *testing.T) {
 				t.Fatalf("replayed %d of %d recorded input events", r.drv.Inputs(), len(r.fx.Inputs))
 			}
 			assertSettled(t, r.client, res)
+			assertSnapshot(t, r.req.Staging, res, 0o440)
 		})
+	}
+}
+
+// assertSnapshot: after a settled outcome the snapshot is gone; after
+// send_status_unknown it is kept, read-only, in <staging>/<dispatch>/<name>.
+func assertSnapshot(t *testing.T, staging string, res sendonce.DeliveryResult, mode os.FileMode) {
+	t.Helper()
+	dir := filepath.Join(staging, res.DispatchID)
+	es, err := os.ReadDir(dir)
+	if res.Outcome != string(gate.SendStatusUnknown) {
+		if !os.IsNotExist(err) {
+			t.Fatalf("after %s the snapshot folder %s is still there (%v)", res.Outcome, dir, err)
+		}
+		return
+	}
+	if err != nil || len(es) != 1 {
+		t.Fatalf("after send_status_unknown the snapshot folder %s: %v, %d entries; want the snapshot kept", dir, err, len(es))
+	}
+	fi, _ := es[0].Info()
+	if fi.Mode().Perm() != mode {
+		t.Fatalf("the kept snapshot is mode %04o; want %04o (no write bit, read by the owner and the app's group only)", fi.Mode().Perm(), mode)
+	}
+	if left, _ := filepath.Glob(filepath.Join(staging, ".incoming-*")); len(left) != 0 {
+		t.Fatalf("unplaced snapshots left behind: %v", left)
 	}
 }
 

@@ -17,7 +17,7 @@ func exampleStore() (loc string, cleanup func()) {
 		panic(err)
 	}
 	loc = filepath.Join(dir, "sendonce.db")
-	if _, err := sendonce.Init(context.Background(), loc, sendonce.Options{}); err != nil {
+	if _, err := sendonce.Init(context.Background(), loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
 		panic(err)
 	}
 	return loc, func() { os.RemoveAll(dir) }

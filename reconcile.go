@@ -23,6 +23,9 @@ type ReconcileRequest struct {
 	// ProviderConfig is the account file; the provider's environment variables (through
 	// Options.Getenv) when "".
 	ProviderConfig string
+	// Staging is the staging folder deliver used: the snapshot of an attempt reconcile
+	// resolves is removed from it. Nothing is removed when "".
+	Staging string
 }
 
 // Reconcile settles unknown attempts by asking the provider, never by sending again.
@@ -56,6 +59,11 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 			continue
 		}
 		r := c.reconcileOne(ctx, ns, p, a, ks)
+		if r.Result == "resolved" && req.Staging != "" {
+			if area, err := openStaging(req.Staging); err == nil {
+				area.remove(a.DispatchID)
+			}
+		}
 		c.info("reconcile", Event{Key: r.Key, DispatchID: r.DispatchID, Detail: r.Result + " " + r.Outcome})
 		out.Reconciled = append(out.Reconciled, r)
 	}

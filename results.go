@@ -53,6 +53,10 @@ func at(t time.Time) Time { return Time{t} }
 type InitResult struct {
 	Store         string `json:"store"` // where the store is, as printed (a SQLite file's absolute path)
 	SchemaVersion int    `json:"schema_version"`
+	// UpgradeNeeded: the existing store has an older schema and nothing was changed; run
+	// init --upgrade. Until then every other command fails closed.
+	UpgradeNeeded bool `json:"upgrade_needed,omitempty"`
+	Upgraded      bool `json:"upgraded,omitempty"` // init --upgrade migrated an older schema
 }
 
 // ClaimResult is a claim's decision. A refusal is also returned as an error (consumed,

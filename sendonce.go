@@ -97,15 +97,25 @@ func Open(ctx context.Context, location string, opt Options) (*Client, error) {
 	return newClient(o, opt), nil
 }
 
-// Init creates the store at location, or opens and migrates the one there. It is the
-// only function that creates a store.
-func Init(ctx context.Context, location string, opt Options) (InitResult, error) {
-	o, err := registry.Create(ctx, location, registry.Options{LockTimeout: opt.LockTimeout})
+// InitRequest is what init is asked to do.
+type InitRequest struct {
+	// Upgrade migrates an existing store on an older schema. Without it, init on an
+	// existing store changes nothing and says whether an upgrade is needed.
+	Upgrade bool
+}
+
+// Init creates the store at location (a new file, 0600, in a folder only this user can
+// change). It is the only function that creates a store, and the only one that
+// migrates a schema (with Upgrade); every other use of an older store fails closed.
+func Init(ctx context.Context, location string, req InitRequest, opt Options) (InitResult, error) {
+	o, err := registry.Create(ctx, location, registry.Options{LockTimeout: opt.LockTimeout}, req.Upgrade)
 	if err != nil {
 		return InitResult{}, err
 	}
-	o.Store.Close()
-	return InitResult{Store: o.Display, SchemaVersion: o.SchemaVersion}, nil
+	if o.Store != nil {
+		o.Store.Close()
+	}
+	return InitResult{Store: o.Display, SchemaVersion: o.SchemaVersion, Upgraded: o.Upgraded, UpgradeNeeded: o.UpgradeNeeded}, nil
 }
 
 func newClient(o registry.Opened, opt Options) *Client {

@@ -2,45 +2,96 @@ package sendonce
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/files"
 )
 
-// snapshot is a private copy of the bytes to deliver: the bytes hashed are the bytes
-// sent, whatever happens to the user's file afterwards.
+// The staging folder holds a private copy of the bytes to deliver, so that the bytes
+// hashed are the bytes sent whatever happens to the user's file afterwards, and whatever
+// another local user tries:
+//
+//   - The folder must be one only this user can change (internal/files.CheckPrivateDir:
+//     owned by the user, not writable by group or others, and so every folder above it).
+//   - A snapshot is first written to a new file of its own (created exclusively, 0600)
+//     while it is hashed; once the claim names the dispatch, it is renamed into
+//     <staging>/<dispatch id>/<name> and loses every write bit. A failed chmod is an error.
+//   - When the chat app runs as another user (the test bed's), give the staging folder
+//     that user's group with read access (mode 0750, group = the app user's group):
+//     snapshots are then readable by that group alone (0440, folders 0750), never by
+//     everyone. A private folder (0700) gives private snapshots (0400).
+//   - A snapshot is removed after sent_verified, sent_rejected or not_sent. After
+//     send_status_unknown it is kept (the app may still be uploading it) until reconcile
+//     resolves the attempt or SnapshotRetention passes.
+
+// SnapshotRetention is how long a snapshot of an unresolved attempt is kept.
+const SnapshotRetention = 14 * 24 * time.Hour
+
+// snapshot is a private copy of the bytes to deliver.
 type snapshot struct {
-	Path   string // <staging>/<sha256>/<original name>
+	Path   string // <staging>/<dispatch id>/<name>, once placed
 	Name   string
 	Size   int64
 	Digest gate.Digest
 }
 
-// stage copies src into staging as <sha256>/<name>, hashing the bytes it writes.
-// A new staging folder is made private (0700); snapshots take the staging folder's own
-// permissions, so a folder made readable for a chat client that runs as another user
-// (the test bed's) gives readable snapshots (folders 0755, files 0644), and a private
-// one private snapshots (0700, 0600). A snapshot is only ever replaced by renaming an
-// identical copy over it.
-func stage(src *os.File, name, staging string) (snapshot, error) {
-	if err := os.MkdirAll(staging, 0o700); err != nil {
-		return snapshot{}, fmt.Errorf("staging area %s: %w", staging, err)
+// stagingArea is a checked staging folder.
+type stagingArea struct {
+	dir       string
+	gid       int
+	groupRead bool
+}
+
+// openStaging checks the staging folder (creating it, private, when missing).
+func openStaging(dir string) (stagingArea, error) {
+	if dir == "" {
+		return stagingArea{}, fieldError("staging", fmt.Errorf("is required"))
 	}
-	sfi, err := os.Stat(staging)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return snapshot{}, fmt.Errorf("staging area %s: %w", staging, err)
+		return stagingArea{}, fieldError("staging", err)
 	}
-	dirMode := sfi.Mode().Perm()
-	fileMode := dirMode &^ 0o111
-	tmp, err := os.CreateTemp(staging, ".incoming-*")
+	if _, err := os.Lstat(abs); os.IsNotExist(err) {
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return stagingArea{}, gate.Invalidf("staging folder %s: %v", dir, err)
+		}
+	}
+	if err := files.CheckPrivateDir(abs, os.Getuid()); err != nil {
+		return stagingArea{}, gate.Invalidf("staging folder %s refused: %v (use a folder only you can write, such as $XDG_STATE_HOME/sendonce/staging)", dir, err)
+	}
+	fi, err := os.Stat(abs)
 	if err != nil {
-		return snapshot{}, fmt.Errorf("staging area %s: %w", staging, err)
+		return stagingArea{}, gate.Invalidf("staging folder %s: %v", dir, err)
 	}
-	defer os.Remove(tmp.Name())
+	st := fi.Sys().(*syscall.Stat_t)
+	return stagingArea{dir: abs, gid: int(st.Gid), groupRead: fi.Mode().Perm()&0o040 != 0}, nil
+}
+
+// pending is a snapshot written and hashed, not yet placed under its dispatch.
+type pending struct {
+	area stagingArea
+	tmp  string
+	snapshot
+}
+
+// stage copies src into a new private file in the staging folder, hashing the bytes it
+// writes.
+func (a stagingArea) stage(src *os.File, name string) (*pending, error) {
+	tmp, err := os.CreateTemp(a.dir, ".incoming-*") // O_CREATE|O_EXCL, 0600
+	if err != nil {
+		return nil, fmt.Errorf("staging folder %s: %w", a.dir, err)
+	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), io.NewSectionReader(src, 0, 1<<62))
 	if err == nil {
@@ -50,21 +101,107 @@ func stage(src *os.File, name, staging string) (snapshot, error) {
 		err = cerr
 	}
 	if err != nil {
-		return snapshot{}, fmt.Errorf("copying %s into the staging area: %w", src.Name(), err)
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("copying %s into the staging folder: %w", src.Name(), err)
 	}
-	var d gate.Digest
-	copy(d[:], h.Sum(nil))
-	dir := filepath.Join(staging, hex.EncodeToString(d[:]))
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return snapshot{}, err
+	p := &pending{area: a, tmp: tmp.Name(), snapshot: snapshot{Name: name, Size: n}}
+	copy(p.Digest[:], h.Sum(nil))
+	return p, nil
+}
+
+// discard removes a snapshot that will not be placed.
+func (p *pending) discard() { os.Remove(p.tmp) }
+
+// place moves the snapshot to <staging>/<dispatch>/<name>, read-only.
+func (p *pending) place(dispatch string) (snapshot, error) {
+	dirMode, fileMode := fs.FileMode(0o700), fs.FileMode(0o400)
+	if p.area.groupRead {
+		dirMode, fileMode = 0o750, 0o440
 	}
-	os.Chmod(dir, dirMode)
-	dst := filepath.Join(dir, name)
-	if err := os.Chmod(tmp.Name(), fileMode); err != nil {
-		return snapshot{}, err
+	dir := filepath.Join(p.area.dir, dispatch)
+	if err := os.Mkdir(dir, dirMode); err != nil {
+		p.discard()
+		return snapshot{}, fmt.Errorf("staging folder: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return snapshot{}, err
+	dst := filepath.Join(dir, p.Name)
+	err := os.Chmod(dir, dirMode) // the umask may have taken bits away
+	if err == nil && p.area.groupRead {
+		err = os.Chown(dir, -1, p.area.gid)
 	}
-	return snapshot{Path: dst, Name: name, Size: n, Digest: d}, nil
+	if err == nil {
+		err = os.Rename(p.tmp, dst)
+	}
+	if err == nil && p.area.groupRead {
+		err = os.Chown(dst, -1, p.area.gid)
+	}
+	if err == nil {
+		err = os.Chmod(dst, fileMode)
+	}
+	if err != nil {
+		p.discard()
+		os.RemoveAll(dir)
+		return snapshot{}, fmt.Errorf("placing the snapshot: %w", err)
+	}
+	s := p.snapshot
+	s.Path = dst
+	return s, nil
+}
+
+// remove removes a dispatch's snapshot folder, if it has one.
+func (a stagingArea) remove(dispatch string) error {
+	if !dispatchFolder.MatchString(dispatch) {
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(a.dir, dispatch))
+}
+
+// removeSnapshot removes a placed snapshot and its dispatch folder.
+func removeSnapshot(s snapshot) error {
+	if s.Path == "" {
+		return nil
+	}
+	return os.RemoveAll(filepath.Dir(s.Path))
+}
+
+var dispatchFolder = regexp.MustCompile(`^(?:[0-9a-f]{32}|dry-run-.+)$`)
+
+// prune removes the snapshots of dispatches older than the retention.
+func (a stagingArea) prune(now time.Time) {
+	es, err := os.ReadDir(a.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !e.IsDir() || !dispatchFolder.MatchString(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > SnapshotRetention {
+			os.RemoveAll(filepath.Join(a.dir, e.Name()))
+		}
+	}
+}
+
+// checkTypedName refuses a file name that cannot be typed into a file chooser as it is:
+// the name is what the recipient sees, so sendonce refuses it (before the claim) rather
+// than deliver the file under another name. Refused: invalid UTF-8, control, format and
+// other invisible characters (the same classes titles refuse), a leading "~" (choosers
+// expand it to a home folder), a leading or trailing space, and a backslash.
+func checkTypedName(name string) error {
+	if !utf8.ValidString(name) {
+		return gate.Invalidf("the file name %q is not valid UTF-8: rename the file", name)
+	}
+	switch {
+	case strings.HasPrefix(name, "~"):
+		return gate.Invalidf("the file name %q starts with ~, which a file chooser expands to a home folder: rename the file", name)
+	case strings.TrimSpace(name) != name:
+		return gate.Invalidf("the file name %q starts or ends with a space, which a file chooser may drop: rename the file", name)
+	case strings.ContainsRune(name, '\\'):
+		return gate.Invalidf("the file name %q holds a backslash: rename the file", name)
+	}
+	for i, r := range name {
+		if r == utf8.RuneError || (!unicode.IsGraphic(r) && r != ' ') || unicode.Is(unicode.Cf, r) {
+			return gate.Invalidf("the file name %q has an invisible or control character U+%04X at byte %d: rename the file", name, r, i)
+		}
+	}
+	return nil
 }

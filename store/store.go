@@ -32,6 +32,10 @@ var ErrUnavailable = errors.New("store unavailable (fail closed: nothing was don
 // sendonce store). Only 'sendonce init' creates one; callers fail closed.
 var ErrNotInitialized = errors.New("no sendonce store here: create one with 'sendonce init'")
 
+// ErrUpgradeNeeded means the store's schema is older than this program's. Only
+// 'sendonce init --upgrade' migrates a schema; everything else fails closed until then.
+var ErrUpgradeNeeded = errors.New("the store needs a schema upgrade: run 'sendonce init --upgrade'")
+
 // ErrPassUsed is returned by Pass.Use the second time.
 var ErrPassUsed = errors.New("this pass was already used: a crossing permits one action")
 

@@ -15,7 +15,8 @@
 #   gajim/config          gajim --config-path (settings.sqlite, shortcuts.json, ...)
 #   gajim/home            HOME of the Gajim process (~/.config/gtk-3.0/settings.ini)
 #   gajim/runtime         XDG_RUNTIME_DIR of the Gajim process (0700, owned by the user)
-#   staging/              0755: sendonce copies files to send here (files must be 0644)
+#   staging/              0750, group = the Gajim user's: sendonce places snapshots here,
+#                         readable by that group alone (0440)
 #
 # Every process the test bed starts runs in its own session (setsid), so down can
 # kill its whole process group, and carries SENDONCE_TESTBED=<TESTBED_DIR> in its

@@ -307,14 +307,22 @@ func (env *environment) storeLocation() (string, error) {
 	if env.storePath != "" {
 		return env.storePath, nil
 	}
+	if p := env.stateDir("sendonce.db"); p != "" {
+		return p, nil
+	}
+	return "", usagef("no store: give --store PATH or set SENDONCE_STORE (HOME is not set for the default)")
+}
+
+// stateDir is name in the user's sendonce state folder: $XDG_STATE_HOME/sendonce, else
+// ~/.local/state/sendonce; "" without HOME.
+func (env *environment) stateDir(name string) string {
 	if d := env.getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "sendonce", "sendonce.db"), nil
+		return filepath.Join(d, "sendonce", name)
 	}
-	home := env.getenv("HOME")
-	if home == "" {
-		return "", usagef("no store: give --store PATH or set SENDONCE_STORE (HOME is not set for the default)")
+	if home := env.getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "state", "sendonce", name)
 	}
-	return filepath.Join(home, ".local", "state", "sendonce", "sendonce.db"), nil
+	return ""
 }
 
 // options are the library options the global flags and the environment give.

@@ -36,7 +36,7 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs.StringVar(&f.file, "file", "", "the file to deliver")
 	fs.StringVar(&f.task, "task", "", "this task's `ID` (default: a new one)")
 	fs.StringVar(&f.display, "display", "", "the X display (default $DISPLAY)")
-	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept (default $SENDONCE_STAGING, else /var/tmp/sendonce/staging)")
+	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept: a folder only you can write (default $SENDONCE_STAGING, else $XDG_STATE_HOME/sendonce/staging, else ~/.local/state/sendonce/staging)")
 	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where evidence bundles go (default: next to the store, in evidence/)")
 	fs.DurationVar(&f.lease, "lease", sendonce.DefaultLease, "the claim's lease")
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long to wait for another delivery on this display to finish")
@@ -79,7 +79,10 @@ func (f *deliverFlags) request(env *environment) (sendonce.DeliveryRequest, erro
 		req.Staging = env.getenv("SENDONCE_STAGING")
 	}
 	if req.Staging == "" {
-		req.Staging = "/var/tmp/sendonce/staging"
+		req.Staging = env.stateDir("staging")
+	}
+	if req.Staging == "" {
+		return req, usagef("deliver: no staging folder: give --staging DIR or set SENDONCE_STAGING (HOME is not set for the default)")
 	}
 	return req, nil
 }

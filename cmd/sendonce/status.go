@@ -12,7 +12,9 @@ import (
 )
 
 func cmdInit(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("init", "[--store PATH]")
+	fs := env.flags("init", "[--store PATH] [--upgrade]")
+	var req sendonce.InitRequest
+	fs.BoolVar(&req.Upgrade, "upgrade", false, "migrate an existing store on an older schema (the only command that does)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -20,12 +22,19 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := sendonce.Init(ctx, loc, env.options())
+	res, err := sendonce.Init(ctx, loc, req, env.options())
 	if err != nil {
 		return err
 	}
 	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "store ready: %s (schema %d)\n", res.Store, res.SchemaVersion)
+		switch {
+		case res.UpgradeNeeded:
+			fmt.Fprintf(w, "store %s has an older schema and was not changed: run 'sendonce init --upgrade' (until then every other command fails closed)\n", res.Store)
+		case res.Upgraded:
+			fmt.Fprintf(w, "store upgraded: %s (schema %d)\n", res.Store, res.SchemaVersion)
+		default:
+			fmt.Fprintf(w, "store ready: %s (schema %d)\n", res.Store, res.SchemaVersion)
+		}
 	})
 	return nil
 }

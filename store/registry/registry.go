@@ -15,6 +15,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/sqlite"
 )
@@ -91,11 +93,17 @@ type Opened struct {
 	SchemaVersion int
 }
 
-// Open opens the existing store at loc. A missing one is store.ErrNotInitialized, and
-// every failure to open wraps store.ErrUnavailable: callers fail closed.
+// Open opens the existing store at loc. A missing one is store.ErrNotInitialized, one
+// on an older schema store.ErrUpgradeNeeded, and every failure to open wraps
+// store.ErrUnavailable: callers fail closed. A store file that is a symbolic link, is
+// not owned by this user, or can be written by group or others is refused, and so is a
+// store folder that another user could change (internal/files).
 func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	l, err := Parse(loc)
 	if err != nil {
+		return Opened{}, err
+	}
+	if err := checkFile(l.Path); err != nil {
 		return Opened{}, err
 	}
 	b, err := sqlite.Open(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
@@ -105,19 +113,83 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
 }
 
-// Create makes the store at loc (or opens and migrates an existing one); its folder is
-// created private (0700) when missing. Only init calls it.
-func Create(ctx context.Context, loc string, opt Options) (Opened, error) {
+// checkFile applies the file rules to an existing store (a missing one is left to the
+// backend, which says it is not initialized).
+func checkFile(path string) error {
+	if _, err := os.Lstat(path); os.IsNotExist(err) {
+		return nil
+	}
+	if err := files.CheckPrivateFile(path, os.Getuid()); err != nil {
+		return fmt.Errorf("%w: the store %s is refused: %v", store.ErrUnavailable, path, err)
+	}
+	if err := files.CheckPrivateDir(filepath.Dir(path), os.Getuid()); err != nil {
+		return fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Initialized is what Create did.
+type Initialized struct {
+	Opened
+	Created       bool // a new store was made
+	Upgraded      bool // an older schema was migrated (only with upgrade)
+	UpgradeNeeded bool // the schema is older, and upgrade was not asked for: nothing changed
+	FoundVersion  int  // the schema the store had before
+}
+
+// Create makes the store at loc, in a folder (created private, 0700, when missing) that
+// only this user can change. On an existing store of this user's it changes nothing,
+// and says whether its schema needs an upgrade, unless upgrade is set: then it migrates.
+// It never adopts a file it did not create: an existing file that is not a sendonce
+// store, or that fails the file rules, is refused (store.ErrUnavailable).
+func Create(ctx context.Context, loc string, opt Options, upgrade bool) (Initialized, error) {
 	l, err := Parse(loc)
 	if err != nil {
-		return Opened{}, err
+		return Initialized{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
-		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	dir := filepath.Dir(l.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Initialized{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 	}
-	b, err := sqlite.Create(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
+	if err := files.CheckPrivateDir(dir, os.Getuid()); err != nil {
+		return Initialized{}, fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
+	}
+	sopt := sqlite.Options{LockTimeout: opt.LockTimeout}
+	if _, err := os.Lstat(l.Path); os.IsNotExist(err) {
+		b, err := sqlite.Create(ctx, l.Path, sopt)
+		if err != nil {
+			return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return Initialized{Opened: opened(b, l), Created: true}, nil
+	}
+	if err := checkFile(l.Path); err != nil {
+		return Initialized{}, err
+	}
+	b, err := sqlite.Open(ctx, l.Path, sopt)
+	switch {
+	case err == nil:
+		return Initialized{Opened: opened(b, l), FoundVersion: sqlite.SchemaVersion}, nil
+	case errors.Is(err, store.ErrNotInitialized):
+		return Initialized{}, fmt.Errorf("%w: %s exists and is not a sendonce store; init never adopts a file it did not create: remove it or name another file", store.ErrUnavailable, l.Path)
+	case !errors.Is(err, store.ErrUpgradeNeeded):
+		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case !upgrade:
+		return Initialized{UpgradeNeeded: true, Opened: Opened{Location: l, Display: absPath(l.Path), SchemaVersion: sqlite.SchemaVersion}}, nil
+	}
+	b, found, err := sqlite.Upgrade(ctx, l.Path, sopt)
 	if err != nil {
-		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
-	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}, nil
+	return Initialized{Opened: opened(b, l), Upgraded: found != sqlite.SchemaVersion, FoundVersion: found}, nil
+}
+
+func opened(b *sqlite.Backend, l Location) Opened {
+	return Opened{Store: store.New(b), Location: l, Display: b.Path(), SchemaVersion: sqlite.SchemaVersion}
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -54,17 +55,74 @@ func TestOpenNeverCreates(t *testing.T) {
 	if _, err := Open(ctx, loc, Options{}); !errors.Is(err, store.ErrNotInitialized) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Open of a missing store: %v; want ErrNotInitialized and ErrUnavailable", err)
 	}
-	o, err := Create(ctx, "file:"+loc, Options{})
+	i, err := Create(ctx, "file:"+loc, Options{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Store.Close()
-	o, err = Open(ctx, loc, Options{})
+	if !i.Created {
+		t.Fatalf("Create of a new store: %+v", i)
+	}
+	i.Store.Close()
+	o, err := Open(ctx, loc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Store.Close()
 	if o.Display != loc || o.Location.Dir() != filepath.Dir(loc) {
 		t.Fatalf("opened %+v", o)
+	}
+}
+
+// TestFileRules: every command refuses a store that is a link, is writable by group or
+// others, or is owned by another user; init never adopts a file it did not create, and
+// on our own store changes nothing.
+func TestFileRules(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "s.db")
+	i, err := Create(ctx, loc, Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i.Store.Close()
+	again, err := Create(ctx, loc, Options{}, false)
+	if err != nil || again.Created || again.Upgraded || again.UpgradeNeeded {
+		t.Fatalf("init on our own store: %+v, %v; want nothing changed", again, err)
+	}
+	again.Store.Close()
+
+	refused := func(what, loc string) {
+		t.Helper()
+		if o, err := Open(ctx, loc, Options{}); !errors.Is(err, store.ErrUnavailable) {
+			if err == nil {
+				o.Store.Close()
+			}
+			t.Errorf("%s: Open = %v; want refused (fail closed)", what, err)
+		}
+	}
+	link := filepath.Join(dir, "link.db")
+	os.Symlink(loc, link)
+	refused("a store named by a symbolic link", link)
+
+	os.Chmod(loc, 0o660)
+	refused("a group-writable store", loc)
+	os.Chmod(loc, 0o600)
+
+	if os.Getuid() == 0 {
+		os.Chown(loc, 64001, 64001)
+		refused("a store owned by another user", loc)
+		os.Chown(loc, 0, 0)
+	}
+
+	foreign := filepath.Join(dir, "foreign.db")
+	os.WriteFile(foreign, []byte("not a store"), 0o600)
+	if _, err := Create(ctx, foreign, Options{}, false); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("init on a file that is not a sendonce store: %v; want refused", err)
+	}
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if _, err := Create(ctx, filepath.Join(open, "s.db"), Options{}, false); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("init in a folder everyone can write: %v; want refused", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
@@ -34,19 +35,23 @@ type Options struct {
 
 // Backend is a SQLite store.Backend.
 type Backend struct {
-	db    *sql.DB
-	clock func() time.Time
-	path  string
+	db           *sql.DB
+	clock        func() time.Time
+	path         string
+	foundVersion int // the schema found when opened, before any migration
 }
 
-// Create makes a new store at path (its folder must exist), or opens and migrates an
-// existing one. Only 'sendonce init' calls it: every other command opens with Open, so a
-// typo in a path never silently makes a second store.
+// Create makes a new store at path (its folder must exist): the file is created
+// exclusively, mode 0600, without following a link, so a file someone else put there is
+// never adopted. Only 'sendonce init' calls it: every other command opens with Open, so
+// a typo in a path never silently makes a second store.
 func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory; name a file", path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	b, err := open(path, opt, "rwc")
+	f.Close()
+	b, err := open(path, opt, "rw")
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +63,23 @@ func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
 }
 
 // Open opens an existing store. A missing, empty or foreign file is ErrNotInitialized;
-// a schema newer than this program knows is an error too.
+// a schema older than this program's is store.ErrUpgradeNeeded (only Upgrade migrates),
+// and one newer than it knows is an error too.
 func Open(ctx context.Context, path string, opt Options) (*Backend, error) {
+	return openExisting(ctx, path, opt, false)
+}
+
+// Upgrade opens an existing store and migrates it to this program's schema; it reports
+// the schema it found.
+func Upgrade(ctx context.Context, path string, opt Options) (*Backend, int, error) {
+	b, err := openExisting(ctx, path, opt, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, b.foundVersion, nil
+}
+
+func openExisting(ctx context.Context, path string, opt Options, upgrade bool) (*Backend, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -75,7 +95,7 @@ func Open(ctx context.Context, path string, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.migrate(ctx, false); err != nil {
+	if err := b.migrate(ctx, upgrade); err != nil {
 		b.db.Close()
 		return nil, err
 	}
@@ -199,6 +219,7 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 	if err := b.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("reading %s: %w", b.path, err)
 	}
+	b.foundVersion = version
 	ms := migrations()
 	switch {
 	case version > len(ms):
@@ -207,6 +228,8 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 		return nil
 	case version == 0 && !create:
 		return fmt.Errorf("%s: %w", b.path, store.ErrNotInitialized)
+	case !create:
+		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.path, version, len(ms), store.ErrUpgradeNeeded)
 	}
 	if version == 0 {
 		// journal_mode is a property of the file; it cannot change inside a transaction.

@@ -124,7 +124,9 @@ func TestEventLogIsAppendOnly(t *testing.T) {
 	}
 }
 
-func TestOpenMigratesOlderSchema(t *testing.T) {
+// TestOnlyUpgradeMigrates: a store on an older schema is refused by Open (fail closed,
+// naming init --upgrade) and migrated only by Upgrade.
+func TestOnlyUpgradeMigrates(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	old, err := open(path, Options{}, "rwc")
@@ -137,17 +139,57 @@ func TestOpenMigratesOlderSchema(t *testing.T) {
 	}
 	old.db.Exec("PRAGMA user_version = 1")
 	old.Close()
-	b, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("open a schema-1 store: %v", err)
+	if b, err := Open(ctx, path, Options{}); !errors.Is(err, store.ErrUpgradeNeeded) || !strings.Contains(err.Error(), "init --upgrade") {
+		if b != nil {
+			b.Close()
+		}
+		t.Fatalf("open a schema-1 store: %v; want ErrUpgradeNeeded naming init --upgrade", err)
+	}
+	var v int
+	probe, _ := open(path, Options{}, "rw")
+	probe.db.QueryRow("PRAGMA user_version").Scan(&v)
+	probe.Close()
+	if v != 1 {
+		t.Fatalf("schema %d after a refused open; Open must not migrate", v)
+	}
+	b, found, err := Upgrade(ctx, path, Options{})
+	if err != nil || found != 1 {
+		t.Fatalf("upgrade a schema-1 store: found %d, %v", found, err)
 	}
 	defer b.Close()
-	var v int
 	b.db.QueryRow("PRAGMA user_version").Scan(&v)
 	if v != SchemaVersion {
-		t.Fatalf("schema %d after open; want %d", v, SchemaVersion)
+		t.Fatalf("schema %d after upgrade; want %d", v, SchemaVersion)
 	}
 	if _, err := store.New(b).AcquireDisplay(ctx, ":1", "A", time.Minute); err != nil {
 		t.Fatalf("the migrated store lacks display leases: %v", err)
+	}
+}
+
+// TestCreateNeverAdopts: Create makes a new file, 0600, and refuses one that exists
+// (a link included).
+func TestCreateNeverAdopts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	b, err := Create(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("store mode %04o; want 0600", fi.Mode().Perm())
+	}
+	if _, err := Create(ctx, path, Options{}); err == nil {
+		t.Fatal("Create over an existing store succeeded")
+	}
+	link := filepath.Join(dir, "link.db")
+	os.Symlink(filepath.Join(dir, "elsewhere.db"), link)
+	if _, err := Create(ctx, link, Options{}); err == nil {
+		t.Fatal("Create through a planted symbolic link succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "elsewhere.db")); err == nil {
+		t.Fatal("Create followed the link")
 	}
 }
