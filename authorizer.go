@@ -80,6 +80,7 @@ func ReadPrivateKey(path string) (ed25519.PrivateKey, error) {
 
 // SignRequest is one redelivery a person authorizes.
 type SignRequest struct {
+	StoreID    string // the store it is for ('sendonce init' printed it)
 	Key        string
 	Revision   int // the intent's current revision + 1
 	Name       string
@@ -98,14 +99,58 @@ func SignAuthorization(req SignRequest) (SignResult, error) {
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return SignResult{}, err
 	}
-	a := gate.Authorization{Key: k, Revision: req.Revision, Nonce: hex.EncodeToString(nonce[:]), ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Name}
+	a := gate.Authorization{StoreID: req.StoreID, Key: k, Revision: req.Revision, Nonce: hex.EncodeToString(nonce[:]), ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Name}
 	a.Sign(req.PrivateKey)
 	b, err := gate.MarshalAuthorization(a)
 	if err != nil {
 		return SignResult{}, err
 	}
-	if err := os.WriteFile(req.Out, b, 0o600); err != nil {
-		return SignResult{}, gate.Invalidf("cannot write %s: %v", req.Out, errors.Unwrap(err))
+	if _, err := gate.ParseAuthorization(b); err != nil { // the store id's form, among others
+		return SignResult{}, err
 	}
-	return SignResult{Signed: req.Out, Key: k.String(), Revision: a.Revision, ExpiresAt: at(a.ExpiresAt), Nonce: a.Nonce}, nil
+	if err := writeSigned(req.Out, b); err != nil {
+		return SignResult{}, err
+	}
+	return SignResult{Signed: req.Out, StoreID: a.StoreID, Key: k.String(), Revision: a.Revision, ExpiresAt: at(a.ExpiresAt), Nonce: a.Nonce}, nil
+}
+
+// StatementRequest is an authorizer's statement adding or revoking another.
+type StatementRequest struct {
+	StoreID    string
+	Action     string            // add or revoke
+	Name       string            // the authorizer added or revoked
+	PublicKey  ed25519.PublicKey // with add
+	Signer     string            // your authorizer name
+	PrivateKey ed25519.PrivateKey
+	ExpiresAt  time.Time
+	Out        string
+}
+
+// SignStatement signs an authorizer statement and writes it to Out.
+func SignStatement(req StatementRequest) (SignResult, error) {
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return SignResult{}, err
+	}
+	st := gate.AuthorizerStatement{StoreID: req.StoreID, Action: req.Action, Name: req.Name, PublicKey: req.PublicKey,
+		Nonce: hex.EncodeToString(nonce[:]), ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Signer}
+	st.Sign(req.PrivateKey)
+	b, err := gate.MarshalAuthorizerStatement(st)
+	if err != nil {
+		return SignResult{}, err
+	}
+	if _, err := gate.ParseAuthorizerStatement(b); err != nil {
+		return SignResult{}, err
+	}
+	if err := writeSigned(req.Out, b); err != nil {
+		return SignResult{}, err
+	}
+	return SignResult{Signed: req.Out, StoreID: st.StoreID, Action: st.Action, Name: st.Name, ExpiresAt: at(st.ExpiresAt), Nonce: st.Nonce}, nil
+}
+
+func writeSigned(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return gate.Invalidf("cannot write %s: %v", path, errors.Unwrap(err))
+	}
+	return nil
 }

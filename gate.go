@@ -2,9 +2,7 @@ package sendonce
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -244,13 +242,20 @@ func (c *Client) Resolve(ctx context.Context, req ResolveRequest) (ResolveResult
 	return ResolveResult{Decision: "resolved", DispatchID: req.DispatchID, Outcome: o, ObjectID: req.ObjectID}, nil
 }
 
-// AddAuthorizer registers a person's ed25519 public key.
-func (c *Client) AddAuthorizer(ctx context.Context, name string, pub ed25519.PublicKey) (AuthorizerResult, error) {
-	if name == "" || len(pub) != ed25519.PublicKeySize {
-		return AuthorizerResult{}, fmt.Errorf("%w: an authorizer needs a name and a 32-byte ed25519 public key", gate.ErrInvalid)
-	}
-	if err := c.store.AddAuthorizer(ctx, name, pub); err != nil {
+// ApplyStatement adds or revokes an authorizer with a statement signed by an existing
+// one ('authorizer statement' makes it, on the person's own machine).
+func (c *Client) ApplyStatement(ctx context.Context, signed []byte) (AuthorizerResult, error) {
+	st, err := gate.ParseAuthorizerStatement(signed)
+	if err != nil {
 		return AuthorizerResult{}, err
 	}
-	return AuthorizerResult{Authorizer: name, PublicKey: encodeKey(pub)}, nil
+	if err := c.store.ApplyStatement(ctx, st); err != nil {
+		return AuthorizerResult{}, err
+	}
+	res := AuthorizerResult{Action: st.Action, Authorizer: st.Name, SignedBy: st.Signer}
+	if st.PublicKey != nil {
+		res.PublicKey = encodeKey(st.PublicKey)
+	}
+	c.info("authorizer "+st.Action, Event{Detail: st.Name + " by " + st.Signer})
+	return res, nil
 }

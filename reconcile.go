@@ -121,8 +121,8 @@ func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyReco
 	var digest gate.Digest
 	for _, kr := range ks {
 		k, err := gate.ParseKey(kr.Key)
-		if err == nil && k.Identity().Namespace() == ns {
-			dest, digest = k.Identity().String(), k.Digest()
+		if err == nil && k.Identity().Namespace() == ns && (dest == "" || k.Version() == gate.KeyVersion) {
+			dest, digest = k.Identity().String(), k.Digest() // the current scheme's spelling, when the intent has one
 		}
 	}
 	if dest == "" {

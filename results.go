@@ -57,6 +57,9 @@ type InitResult struct {
 	// init --upgrade. Until then every other command fails closed.
 	UpgradeNeeded bool `json:"upgrade_needed,omitempty"`
 	Upgraded      bool `json:"upgraded,omitempty"` // init --upgrade migrated an older schema
+	// StoreID is the store's random id: signed authorizations and statements name it.
+	StoreID    string `json:"store_id,omitempty"`
+	Authorizer string `json:"authorizer,omitempty"` // the first authorizer, when init added one
 }
 
 // ClaimResult is a claim's decision. A refusal is also returned as an error (consumed,
@@ -134,10 +137,12 @@ type ResolveResult struct {
 	ObjectID   string       `json:"object_id"`
 }
 
-// AuthorizerResult is a registered authorizer.
+// AuthorizerResult is an authorizer added or revoked by a signed statement.
 type AuthorizerResult struct {
+	Action     string `json:"action"` // add or revoke
 	Authorizer string `json:"authorizer"`
-	PublicKey  string `json:"public_key"` // base64
+	PublicKey  string `json:"public_key,omitempty"` // base64, with add
+	SignedBy   string `json:"signed_by"`
 }
 
 // KeygenResult is a new authorizer key pair.
@@ -146,11 +151,14 @@ type KeygenResult struct {
 	PublicKey      string `json:"public_key"` // base64
 }
 
-// SignResult is a signed authorization written to a file.
+// SignResult is a signed authorization or authorizer statement written to a file.
 type SignResult struct {
 	Signed    string `json:"signed"` // the file
-	Key       string `json:"key"`
-	Revision  int    `json:"revision"`
+	StoreID   string `json:"store_id"`
+	Key       string `json:"key,omitempty"`      // an authorization's
+	Revision  int    `json:"revision,omitempty"` // an authorization's
+	Action    string `json:"action,omitempty"`   // a statement's: add or revoke
+	Name      string `json:"name,omitempty"`     // a statement's authorizer
 	ExpiresAt Time   `json:"expires_at"`
 	Nonce     string `json:"nonce"`
 }

@@ -26,6 +26,8 @@ package sendonce
 
 import (
 	"context"
+	"crypto/ed25519"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -102,6 +104,16 @@ type InitRequest struct {
 	// Upgrade migrates an existing store on an older schema. Without it, init on an
 	// existing store changes nothing and says whether an upgrade is needed.
 	Upgrade bool
+	// FirstAuthorizer registers the first person who may open a redelivery, by public
+	// key only (init never makes or keeps a private key). It is refused once the store
+	// has an authorizer: later ones come with a statement signed by an existing one.
+	FirstAuthorizer *AuthorizerKey
+}
+
+// AuthorizerKey is a person's name and ed25519 public key.
+type AuthorizerKey struct {
+	Name      string
+	PublicKey ed25519.PublicKey
 }
 
 // Init creates the store at location (a new file, 0600, in a folder only this user can
@@ -112,11 +124,29 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 	if err != nil {
 		return InitResult{}, err
 	}
-	if o.Store != nil {
-		o.Store.Close()
+	res := InitResult{Store: o.Display, SchemaVersion: o.SchemaVersion, Upgraded: o.Upgraded, UpgradeNeeded: o.UpgradeNeeded}
+	if o.Store == nil { // an older schema, not upgraded: nothing more can be done with it
+		if req.FirstAuthorizer != nil {
+			return res, fmt.Errorf("%w: the store needs 'init --upgrade' before an authorizer can be added", ErrUnavailable)
+		}
+		return res, nil
 	}
-	return InitResult{Store: o.Display, SchemaVersion: o.SchemaVersion, Upgraded: o.Upgraded, UpgradeNeeded: o.UpgradeNeeded}, nil
+	defer o.Store.Close()
+	if a := req.FirstAuthorizer; a != nil {
+		if err := o.Store.AddFirstAuthorizer(ctx, a.Name, a.PublicKey); err != nil {
+			return res, err
+		}
+		res.Authorizer = a.Name
+	}
+	if res.StoreID, err = o.Store.StoreID(ctx); err != nil {
+		return res, fmt.Errorf("%w: reading the store id: %v", ErrUnavailable, err)
+	}
+	return res, nil
 }
+
+// StoreID is the store's random id, made at init: signed authorizations and
+// authorizer statements name it.
+func (c *Client) StoreID(ctx context.Context) (string, error) { return c.store.StoreID(ctx) }
 
 func newClient(o registry.Opened, opt Options) *Client {
 	root := opt.EvidenceRoot

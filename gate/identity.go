@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/net/idna"
 	"golang.org/x/text/secure/precis"
 	"golang.org/x/text/unicode/norm"
 )
@@ -76,6 +77,18 @@ func (id Identity) String() string { return id.namespace + ":" + id.value }
 // format characters (zero-width, bidi overrides, BOM), line or paragraph separators and
 // any space other than U+0020.
 func Title(s string) (Identity, error) {
+	id, err := titleV1(s)
+	if err != nil {
+		return id, err
+	}
+	if !hasVisible(id.value) {
+		return Identity{}, fmt.Errorf("%w: title %q shows nothing on screen (no letter, number, punctuation or symbol)", ErrInvalid, id.value)
+	}
+	return id, nil
+}
+
+// titleV1 is the v1 key scheme's title rule: Title without the visibility rule.
+func titleV1(s string) (Identity, error) {
 	if !utf8.ValidString(s) {
 		return Identity{}, fmt.Errorf("%w: title is not valid UTF-8", ErrInvalid)
 	}
@@ -89,6 +102,18 @@ func Title(s string) (Identity, error) {
 		}
 	}
 	return Identity{namespace: titleNamespace, value: s}, nil
+}
+
+// hasVisible says whether s has a visibly rendered character: a letter, number,
+// punctuation mark or symbol (Unicode general categories L, N, P, S). Spaces, marks
+// without a base and everything invisibleClass refuses render nothing of their own.
+func hasVisible(s string) bool {
+	for _, r := range s {
+		if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) {
+			return true
+		}
+	}
+	return false
 }
 
 // invisibleClass names the class of r when r is refused in a title, or "" when allowed.
@@ -116,7 +141,10 @@ func invisibleClass(r rune) string {
 // canonical form. Known namespaces:
 //
 //	xmpp: a JID; the canonical form is the bare JID (the resource is dropped), the
-//	      domain lowercased, the local part case-mapped as PRECIS UsernameCaseMapped.
+//	      local part case-mapped as PRECIS UsernameCaseMapped, and the domain in
+//	      IDNA2008 U-label form after the UTS #46 mapping (RFC 7622 §3.2): every
+//	      spelling of one domain (upper case, full-width forms, ideographic full stops,
+//	      A-labels such as xn--bcher-kva) gives one identity.
 func ProviderID(s string) (Identity, error) {
 	ns, id, ok := strings.Cut(s, ":")
 	if !ok || ns == "" {
@@ -124,7 +152,7 @@ func ProviderID(s string) (Identity, error) {
 	}
 	switch ns {
 	case "xmpp":
-		v, err := canonicalJID(id)
+		v, err := canonicalJID(id, canonicalDomain)
 		if err != nil {
 			return Identity{}, err
 		}
@@ -139,7 +167,7 @@ func ProviderID(s string) (Identity, error) {
 // jidForbiddenLocal are the characters RFC 7622 forbids in a JID local part.
 const jidForbiddenLocal = "\"&'/:<>@ "
 
-func canonicalJID(s string) (string, error) {
+func canonicalJID(s string, domainOf func(string) (string, error)) (string, error) {
 	bare, _, _ := strings.Cut(s, "/") // the resource names a client session, not the destination
 	local, domain, ok := strings.Cut(bare, "@")
 	if !ok || local == "" || domain == "" {
@@ -152,9 +180,9 @@ func canonicalJID(s string) (string, error) {
 	if strings.ContainsAny(l, jidForbiddenLocal) {
 		return "", fmt.Errorf("%w: xmpp local part %q has a character JIDs forbid", ErrInvalid, local)
 	}
-	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".") // the root's dot names nothing
-	if d == "" || len(d) > 1023 {
-		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+	d, err := domainOf(domain)
+	if err != nil {
+		return "", err
 	}
 	for _, label := range strings.Split(d, ".") {
 		if label == "" {
@@ -167,4 +195,52 @@ func canonicalJID(s string) (string, error) {
 		}
 	}
 	return l + "@" + d, nil
+}
+
+// domainProfile is IDNA2008 with the UTS #46 mapping for lookup (case, width and full
+// stops mapped), non-transitional, with the Bidi rule; labels are not held to the DNS
+// host-name letters, digits and hyphens rule, as XMPP domains need not be host names.
+var domainProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.BidiRule(), idna.StrictDomainName(false))
+
+// canonicalDomain is a domain's one spelling: the U-label form of its A-label form.
+func canonicalDomain(domain string) (string, error) {
+	d := norm.NFC.String(domain)
+	a, err := domainProfile.ToASCII(d)
+	if err != nil {
+		return "", fmt.Errorf("%w: xmpp domain %q: %v", ErrInvalid, domain, err)
+	}
+	a = strings.TrimSuffix(a, ".") // the root's dot names nothing
+	u, err := domainProfile.ToUnicode(a)
+	if err != nil {
+		return "", fmt.Errorf("%w: xmpp domain %q: %v", ErrInvalid, domain, err)
+	}
+	if u == "" || len(a) > 1023 {
+		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+	}
+	return u, nil
+}
+
+// domainV1 is the v1 key scheme's domain rule: lower case and NFC, nothing mapped.
+func domainV1(domain string) (string, error) {
+	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".")
+	if d == "" || len(d) > 1023 {
+		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+	}
+	return d, nil
+}
+
+// identityIn makes the identity ns:value under a key scheme version.
+func identityIn(version, ns, value string) (Identity, error) {
+	switch {
+	case version == "v1" && ns == titleNamespace:
+		return titleV1(value)
+	case version == "v1" && ns == "xmpp":
+		v, err := canonicalJID(value, domainV1)
+		return Identity{namespace: ns, value: v}, err
+	case version == "v1":
+		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp)", ErrInvalid, ns)
+	case ns == titleNamespace:
+		return Title(value)
+	}
+	return ProviderID(ns + ":" + value)
 }

@@ -98,7 +98,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		}
 	}
 	jid, _ := ProviderID("xmpp:bob@localhost")
-	if got, want := NewKey(jid, d).String(), "v1:xmpp:bob@localhost:"+d.String(); got != want {
+	if got, want := NewKey(jid, d).String(), "v2:xmpp:bob@localhost:"+d.String(); got != want {
 		t.Errorf("xmpp key = %q, want %q", got, want)
 	}
 }
@@ -106,7 +106,7 @@ func TestKeyRoundTrip(t *testing.T) {
 func TestParseKeyRejects(t *testing.T) {
 	d := DigestOf(nil).String()
 	for _, bad := range []string{
-		"", "Bob", "v2:title:Bob:" + d, "v1:title:Bob", "v1:title:Bob:" + d[:63],
+		"", "Bob", "v3:title:Bob:" + d, "v1:title:Bob", "v1:title:Bob:" + d[:63], "v2:title:%20:" + d, // a v2 title must show something
 		"v1:title::" + d, "v1:title:Bob%0A:" + d, "v1:title:Bob%2:" + d, "v1:title:Bob%ZZ:" + d,
 		"v1:xmpp:Bob@localhost:" + d,                                    // not canonical
 		"v1:title:Jose\u0301:" + d,                                      // not NFC
@@ -152,6 +152,9 @@ func FuzzTitle(f *testing.F) {
 				t.Fatalf("accepted title %q holds %U", s, r)
 			}
 		}
+		if !hasVisible(id.Value()) {
+			t.Fatalf("accepted title %q shows nothing", s)
+		}
 		k := NewKey(id, DigestOf([]byte(s)))
 		back, err := ParseKey(k.String())
 		if err != nil || back != k {
@@ -173,10 +176,11 @@ func FuzzProviderID(f *testing.F) {
 		if err != nil || again != id {
 			t.Fatalf("ProviderID not idempotent on %q: %v -> %v %v", s, id, again, err)
 		}
-		k := NewKey(id, Digest{})
-		back, err := ParseKey(k.String())
-		if err != nil || back != k {
-			t.Fatalf("key of %q does not round-trip: %q %v", s, k.String(), err)
+		for _, k := range KeysFor(id, Digest{}) {
+			back, err := ParseKey(k.String())
+			if err != nil || back != k {
+				t.Fatalf("key of %q does not round-trip: %q %v", s, k.String(), err)
+			}
 		}
 	})
 }
@@ -185,6 +189,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Add("v1:title:Bob:" + DigestOf(nil).String())
 	f.Add("v1:xmpp:bob@localhost:" + DigestOf(nil).String())
 	f.Add("v1:title:a%3Ab:" + DigestOf(nil).String())
+	f.Add("v2:xmpp:bob@bücher.example:" + DigestOf(nil).String())
 	f.Fuzz(func(t *testing.T, s string) {
 		k, err := ParseKey(s)
 		if err != nil {
@@ -192,6 +197,87 @@ func FuzzParseKey(f *testing.F) {
 		}
 		if k.String() != s {
 			t.Fatalf("ParseKey accepted non-canonical %q (canonical %q)", s, k.String())
+		}
+	})
+}
+
+// TestOneSpellingPerDomain: every spelling of one domain gives one identity, in U-label
+// form (full-width forms, ideographic full stops, upper case, A-labels).
+func TestOneSpellingPerDomain(t *testing.T) {
+	const want = "xmpp:bob@bücher.example"
+	for _, s := range []string{
+		"xmpp:bob@bücher.example", "xmpp:Bob@BÜCHER.EXAMPLE", "xmpp:bob@xn--bcher-kva.example",
+		"xmpp:bob@XN--BCHER-KVA.example", "xmpp:bob@ｂüｃｈｅｒ．ｅｘａｍｐｌｅ", "xmpp:bob@bücher。example",
+		"xmpp:bob@bücher.example.", "xmpp:bob@bu\u0308cher.example/phone",
+	} {
+		id, err := ProviderID(s)
+		if err != nil || id.String() != want {
+			t.Errorf("ProviderID(%q) = %q, %v; want %q", s, id.String(), err, want)
+		}
+	}
+	for _, bad := range []string{"xmpp:bob@xn--zz.example", "xmpp:bob@a..b", "xmpp:bob@"} {
+		if id, err := ProviderID(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ProviderID(%q) = %q, %v; want ErrInvalid", bad, id.String(), err)
+		}
+	}
+}
+
+// TestTitleMustShowSomething: a title with nothing visible is refused like an empty one.
+func TestTitleMustShowSomething(t *testing.T) {
+	for _, bad := range []string{" ", "   ", "\u0301", " \u0308 "} {
+		if _, err := Title(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Title(%q): %v; want ErrInvalid", bad, err)
+		}
+	}
+	for _, ok := range []string{"Bob", "-", "😀", "٣", "Bob Smith"} {
+		if _, err := Title(ok); err != nil {
+			t.Errorf("Title(%q): %v", ok, err)
+		}
+	}
+}
+
+// TestKeysForNameTheOlderScheme: a claim's keys name the v1 key of the same destination
+// and bytes, so a store upgraded from v1 refuses what v1 consumed; Upgrade maps a v1
+// key onto the current one.
+func TestKeysForNameTheOlderScheme(t *testing.T) {
+	d := DigestOf([]byte("x"))
+	id, _ := ProviderID("xmpp:Bob@LocalHost")
+	ks := KeysFor(id, d)
+	if len(ks) != 2 || ks[0].Version() != KeyVersion || ks[1].String() != "v1:xmpp:bob@localhost:"+d.String() {
+		t.Fatalf("KeysFor = %v", ks)
+	}
+	old, err := ParseKey("v1:xmpp:bob@xn--bcher-kva.example:" + d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := old.Upgrade()
+	if err != nil || up.String() != "v2:xmpp:bob@bücher.example:"+d.String() {
+		t.Fatalf("Upgrade(%s) = %s, %v", old, up, err)
+	}
+	blank, err := ParseKey("v1:title:%20:" + d.String())
+	if err != nil {
+		t.Fatalf("a v1 key for a blank title must still parse (it may be in a store): %v", err)
+	}
+	if _, err := blank.Upgrade(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("upgrading a blank title's key: %v; want ErrInvalid", err)
+	}
+}
+
+// FuzzDigest: hex digests are read in either case and written in one.
+func FuzzDigest(f *testing.F) {
+	f.Add(DigestOf(nil).String())
+	f.Add(strings.ToUpper(DigestOf(nil).String()))
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDigest(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseDigest(d.String())
+		if err != nil || again != d || !strings.EqualFold(d.String(), s) {
+			t.Fatalf("ParseDigest(%q) = %s; not a fixed point: %v %v", s, d, again, err)
+		}
+		if up, err := ParseDigest(strings.ToUpper(s)); err != nil || up != d {
+			t.Fatalf("upper case %q reads as %s, %v; want %s", s, up, err, d)
 		}
 	})
 }

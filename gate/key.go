@@ -29,9 +29,17 @@ func ParseDigest(s string) (Digest, error) {
 // String is lowercase hex.
 func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 
-// KeyVersion is the version of the key scheme; the store keeps every version's keys,
-// so an upgrade never reopens an intent consumed under an older scheme.
-const KeyVersion = "v1"
+// KeyVersion is the current key scheme. Any change to how an identity or a digest is
+// canonicalised is a new version; the store keeps every version's keys, and a claim
+// names the older versions' keys too, so an upgrade never reopens an intent consumed
+// under an older scheme.
+//
+//	v1  titles: NFC, no invisible characters; xmpp domains: lower case and NFC
+//	v2  titles must also show something; xmpp domains: IDNA2008 U-labels after UTS #46
+const KeyVersion = "v2"
+
+// keyVersions are the schemes this program reads, current first.
+var keyVersions = []string{"v2", "v1"}
 
 // Key names an intended delivery: KeyVersion, destination identity and content
 // digest. Its string form is
@@ -41,16 +49,43 @@ const KeyVersion = "v1"
 // where the identity escapes '%', ':', '#', space and non-printable bytes as %XX, so a
 // key is one shell word and splits unambiguously.
 type Key struct {
-	id     Identity
-	digest Digest
+	version string
+	id      Identity
+	digest  Digest
 }
 
 // NewKey makes the current scheme's key.
-func NewKey(id Identity, d Digest) Key { return Key{id: id, digest: d} }
+func NewKey(id Identity, d Digest) Key { return Key{version: KeyVersion, id: id, digest: d} }
 
 // KeysFor returns every key that names (id, d) under every scheme version, current
-// first. A claim binds them all to one intent in one transaction.
-func KeysFor(id Identity, d Digest) []Key { return []Key{NewKey(id, d)} }
+// first: the older schemes' canonical forms of the same identity. A claim binds them
+// all to one intent in one transaction.
+func KeysFor(id Identity, d Digest) []Key {
+	keys := []Key{NewKey(id, d)}
+	for _, v := range keyVersions[1:] {
+		if old, err := identityIn(v, id.namespace, id.value); err == nil {
+			keys = append(keys, Key{version: v, id: old, digest: d})
+		}
+	}
+	return keys
+}
+
+// Version is the key's scheme, e.g. "v2".
+func (k Key) Version() string { return k.version }
+
+// Upgrade is the current scheme's key for the same destination and bytes: the key a
+// store binds beside an older one when it is upgraded. It fails when the current
+// scheme refuses the identity (a v1 title that shows nothing).
+func (k Key) Upgrade() (Key, error) {
+	if k.version == KeyVersion {
+		return k, nil
+	}
+	id, err := identityIn(KeyVersion, k.id.namespace, k.id.value)
+	if err != nil {
+		return Key{}, err
+	}
+	return NewKey(id, k.digest), nil
+}
 
 // Identity is the key's destination.
 func (k Key) Identity() Identity { return k.id }
@@ -62,20 +97,21 @@ func (k Key) Digest() Digest { return k.digest }
 func (k Key) IsZero() bool { return k.id.IsZero() }
 
 func (k Key) String() string {
-	return KeyVersion + ":" + k.id.namespace + ":" + escapeKeyPart(k.id.value) + ":" + k.digest.String()
+	return k.version + ":" + k.id.namespace + ":" + escapeKeyPart(k.id.value) + ":" + k.digest.String()
 }
 
-// ParseKey reads a key's string form. It accepts only canonical keys: a key that names
-// the same destination in another spelling is an error, not a different intent.
+// ParseKey reads a key's string form, of any scheme this program knows. It accepts only
+// canonical keys: a key that names the same destination in another spelling is an
+// error, not a different intent.
 func ParseKey(s string) (Key, error) {
-	rest, ok := strings.CutPrefix(s, KeyVersion+":")
-	if !ok {
-		return Key{}, fmt.Errorf("%w: key %q does not start with %s:", ErrInvalid, s, KeyVersion)
+	version, rest, ok := strings.Cut(s, ":")
+	if !ok || !knownVersion(version) {
+		return Key{}, fmt.Errorf("%w: key %q does not start with %s: (or an older scheme's v1:)", ErrInvalid, s, KeyVersion)
 	}
 	i := strings.LastIndexByte(rest, ':')
 	j := strings.IndexByte(rest, ':')
 	if i < 0 || j == i {
-		return Key{}, fmt.Errorf("%w: key %q must be %s:NAMESPACE:ID:SHA256", ErrInvalid, s, KeyVersion)
+		return Key{}, fmt.Errorf("%w: key %q must be %s:NAMESPACE:ID:SHA256", ErrInvalid, s, version)
 	}
 	d, err := ParseDigest(rest[i+1:])
 	if err != nil {
@@ -86,20 +122,24 @@ func ParseKey(s string) (Key, error) {
 	if err != nil {
 		return Key{}, fmt.Errorf("key %q: %w", s, err)
 	}
-	var id Identity
-	if ns == titleNamespace {
-		id, err = Title(val)
-	} else {
-		id, err = ProviderID(ns + ":" + val)
-	}
+	id, err := identityIn(version, ns, val)
 	if err != nil {
 		return Key{}, fmt.Errorf("key %q: %w", s, err)
 	}
-	k := NewKey(id, d)
+	k := Key{version: version, id: id, digest: d}
 	if k.String() != s {
 		return Key{}, fmt.Errorf("%w: key %q is not canonical; its canonical form is %q", ErrInvalid, s, k.String())
 	}
 	return k, nil
+}
+
+func knownVersion(v string) bool {
+	for _, known := range keyVersions {
+		if v == known {
+			return true
+		}
+	}
+	return false
 }
 
 // Ref is a key with a revision: "KEY" is revision 0, "KEY#r2" revision 2.

@@ -53,8 +53,17 @@ type Tx interface {
 	// UseNonce records an authorization nonce; using one twice is an error.
 	UseNonce(nonce string, at time.Time) error
 	AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error
-	// Authorizer returns the public key registered under name, or nil if none is.
+	// Authorizer returns the public key registered under name, or nil if none is (or it
+	// was revoked).
 	Authorizer(name string) (ed25519.PublicKey, error)
+	// AuthorizerNamed says whether an authorizer of that name was ever registered.
+	AuthorizerNamed(name string) (bool, error)
+	// AuthorizerCount is how many authorizers were ever registered, revoked included.
+	AuthorizerCount() (int, error)
+	// RevokeAuthorizer marks an authorizer revoked: its signatures are accepted no more.
+	RevokeAuthorizer(name string, at time.Time) error
+	// StoreID is the random id made when the store was created.
+	StoreID() (string, error)
 
 	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
 	// send_status_unknown, or crossed with an expired lease and no outcome.
@@ -107,25 +116,26 @@ type Crossing struct {
 type EventKind string
 
 const (
-	EventIntentCreated    EventKind = "intent_created"
-	EventKeyBound         EventKind = "key_bound"
-	EventIntentsMerged    EventKind = "intents_merged"
-	EventClaimGranted     EventKind = "claim_granted"
-	EventClaimRefused     EventKind = "claim_refused"
-	EventCheckPassed      EventKind = "check_passed"
-	EventCheckRefused     EventKind = "check_refused"
-	EventCrossed          EventKind = "crossed"
-	EventCrossRefused     EventKind = "cross_refused"
-	EventRenewed          EventKind = "renewed"
-	EventRenewRefused     EventKind = "renew_refused"
-	EventRecorded         EventKind = "recorded"
-	EventRecordRefused    EventKind = "record_refused"
-	EventAuthorized       EventKind = "authorized"
-	EventAuthorizeRefused EventKind = "authorize_refused"
-	EventAuthorizerAdded  EventKind = "authorizer_added"
-	EventResolved         EventKind = "resolved"
-	EventResolveRefused   EventKind = "resolve_refused"
-	EventProviderAbsent   EventKind = "provider_absent"
+	EventIntentCreated     EventKind = "intent_created"
+	EventKeyBound          EventKind = "key_bound"
+	EventIntentsMerged     EventKind = "intents_merged"
+	EventClaimGranted      EventKind = "claim_granted"
+	EventClaimRefused      EventKind = "claim_refused"
+	EventCheckPassed       EventKind = "check_passed"
+	EventCheckRefused      EventKind = "check_refused"
+	EventCrossed           EventKind = "crossed"
+	EventCrossRefused      EventKind = "cross_refused"
+	EventRenewed           EventKind = "renewed"
+	EventRenewRefused      EventKind = "renew_refused"
+	EventRecorded          EventKind = "recorded"
+	EventRecordRefused     EventKind = "record_refused"
+	EventAuthorized        EventKind = "authorized"
+	EventAuthorizeRefused  EventKind = "authorize_refused"
+	EventAuthorizerAdded   EventKind = "authorizer_added"
+	EventAuthorizerRevoked EventKind = "authorizer_revoked"
+	EventResolved          EventKind = "resolved"
+	EventResolveRefused    EventKind = "resolve_refused"
+	EventProviderAbsent    EventKind = "provider_absent"
 )
 
 // Event is one line of an intent's append-only log.

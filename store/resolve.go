@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
@@ -25,6 +26,13 @@ type ResolveRequest struct {
 func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, error) {
 	if req.DispatchID == "" || req.ObjectID == "" || req.Provider == "" {
 		return "", fmt.Errorf("%w: resolving needs a dispatch id and the provider's object id", gate.ErrInvalid)
+	}
+	if req.SHA256 != "" {
+		d, err := gate.ParseDigest(req.SHA256)
+		if err != nil {
+			return "", err
+		}
+		req.SHA256 = d.String() // one spelling: lower case
 	}
 	var got gate.Outcome
 	var refusal *gate.Refusal
@@ -89,7 +97,7 @@ func judge(keys []KeyRecord, req ResolveRequest) (gate.Acceptance, string) {
 		if err != nil {
 			continue
 		}
-		if k.Digest().String() == req.SHA256 {
+		if strings.EqualFold(k.Digest().String(), req.SHA256) { // hex in either case is the same digest
 			sameBytes = true
 		}
 		if k.Identity().Strength() == gate.Strong && k.Identity().String() == req.Recipient {

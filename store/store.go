@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -146,7 +147,7 @@ func keyStrings(keys []gate.Key) []string {
 func keyRecords(keys []gate.Key) []KeyRecord {
 	out := make([]KeyRecord, len(keys))
 	for i, k := range keys {
-		out[i] = KeyRecord{Key: k.String(), Version: gate.KeyVersion, Strength: k.Identity().Strength()}
+		out[i] = KeyRecord{Key: k.String(), Version: k.Version(), Strength: k.Identity().Strength()}
 	}
 	return out
 }
@@ -558,24 +559,102 @@ func (s *Store) Record(ctx context.Context, p *Permit, req RecordRequest) (gate.
 	return got, err
 }
 
-// AddAuthorizer registers a person's ed25519 public key under a name.
-func (s *Store) AddAuthorizer(ctx context.Context, name string, pub ed25519.PublicKey) error {
-	if name == "" || len(pub) != ed25519.PublicKeySize {
-		return fmt.Errorf("%w: an authorizer needs a name and a 32-byte ed25519 public key", gate.ErrInvalid)
+// StoreID is the random id made when the store was created; every signed statement
+// names it, so a signature for one store is never accepted by another.
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	var id string
+	err := s.view(ctx, func(tx Tx) (err error) {
+		id, err = tx.StoreID()
+		return err
+	})
+	return id, err
+}
+
+// AddFirstAuthorizer registers the first person who may open a redelivery. It is
+// refused once any authorizer was ever registered: every later one is added with a
+// statement signed by an existing one (ApplyStatement).
+func (s *Store) AddFirstAuthorizer(ctx context.Context, name string, pub ed25519.PublicKey) error {
+	if name == "" || strings.ContainsAny(name, "\n\r") || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("%w: an authorizer needs a name on one line and a 32-byte ed25519 public key", gate.ErrInvalid)
 	}
 	return s.update(ctx, func(tx Tx) error {
-		old, err := tx.Authorizer(name)
+		n, err := tx.AuthorizerCount()
 		if err != nil {
 			return err
 		}
-		if old != nil {
-			return fmt.Errorf("%w: an authorizer named %q is already registered", gate.ErrInvalid, name)
+		if n > 0 {
+			return fmt.Errorf("%w: this store already has an authorizer: a new one is added only with a statement signed by an existing one ('authorizer statement', then 'authorizer add --signed')", gate.ErrInvalid)
 		}
 		now := tx.Now()
 		if err := tx.AddAuthorizer(name, pub, now); err != nil {
 			return err
 		}
-		return appendEvent(tx, Event{At: now, Kind: EventAuthorizerAdded, Detail: map[string]string{"name": name, "public_key": hex.EncodeToString(pub)}})
+		return appendEvent(tx, Event{At: now, Kind: EventAuthorizerAdded, Detail: map[string]string{"name": name, "public_key": hex.EncodeToString(pub), "signed_by": ""}})
+	})
+}
+
+// ApplyStatement adds or revokes an authorizer on the signed word of an existing,
+// unrevoked one: the statement must name this store, verify with the signer's key,
+// be unexpired and unused (its nonce is accepted once).
+func (s *Store) ApplyStatement(ctx context.Context, st gate.AuthorizerStatement) error {
+	return s.update(ctx, func(tx Tx) error {
+		id, err := tx.StoreID()
+		if err != nil {
+			return err
+		}
+		if st.StoreID != id {
+			return fmt.Errorf("%w: the statement is for store %s, not this one (%s)", gate.ErrInvalid, st.StoreID, id)
+		}
+		pub, err := tx.Authorizer(st.Signer)
+		if err != nil {
+			return err
+		}
+		if pub == nil {
+			return fmt.Errorf("%w: no authorizer named %q is registered (or it was revoked)", gate.ErrInvalid, st.Signer)
+		}
+		now := tx.Now()
+		if err := st.Verify(pub, now); err != nil {
+			return err
+		}
+		if used, err := tx.NonceUsed(st.Nonce); err != nil {
+			return err
+		} else if used {
+			return fmt.Errorf("%w: this signed statement (nonce %s) was already used; a signature is accepted once", gate.ErrInvalid, st.Nonce)
+		}
+		target, err := tx.Authorizer(st.Name)
+		if err != nil {
+			return err
+		}
+		d := map[string]string{"name": st.Name, "signed_by": st.Signer, "nonce": st.Nonce}
+		switch st.Action {
+		case "add":
+			if n, err := tx.AuthorizerNamed(st.Name); err != nil {
+				return err
+			} else if n {
+				return fmt.Errorf("%w: an authorizer named %q was already registered; names are never reused", gate.ErrInvalid, st.Name)
+			}
+			if err := tx.AddAuthorizer(st.Name, st.PublicKey, now); err != nil {
+				return err
+			}
+			d["public_key"] = hex.EncodeToString(st.PublicKey)
+		case "revoke":
+			if target == nil {
+				return fmt.Errorf("%w: no authorizer named %q is registered (or it was revoked)", gate.ErrInvalid, st.Name)
+			}
+			if err := tx.RevokeAuthorizer(st.Name, now); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: statement action %q", gate.ErrInvalid, st.Action)
+		}
+		if err := tx.UseNonce(st.Nonce, now); err != nil {
+			return err
+		}
+		kind := EventAuthorizerAdded
+		if st.Action == "revoke" {
+			kind = EventAuthorizerRevoked
+		}
+		return appendEvent(tx, Event{At: now, Kind: kind, Detail: d})
 	})
 }
 
@@ -593,7 +672,14 @@ func (s *Store) Authorize(ctx context.Context, a gate.Authorization, reason stri
 			return err
 		}
 		if pub == nil {
-			return fmt.Errorf("%w: no authorizer named %q is registered (sendonce authorizer add)", gate.ErrInvalid, a.Signer)
+			return fmt.Errorf("%w: no authorizer named %q is registered (or it was revoked)", gate.ErrInvalid, a.Signer)
+		}
+		storeID, err := tx.StoreID()
+		if err != nil {
+			return err
+		}
+		if a.StoreID != storeID {
+			return fmt.Errorf("%w: the authorization is for store %s, not this one (%s): a signature is accepted by one store only", gate.ErrInvalid, a.StoreID, storeID)
 		}
 		now := tx.Now()
 		if err := a.Verify(pub, now); err != nil {

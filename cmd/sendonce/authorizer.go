@@ -2,37 +2,59 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce"
 )
 
+// Who may open a redelivery: the first authorizer is named at init by public key; every
+// later change is a statement signed by an existing authorizer, made on that person's
+// own machine ('authorizer keygen', 'authorizer statement', 'authorizer sign' never
+// touch a store) and applied here.
+
 func cmdAuthorizerAdd(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("authorizer add", "--name NAME --public-key BASE64")
-	name := fs.String("name", "", "the person's `NAME`, as they sign")
-	pubFlag := fs.String("public-key", "", "their ed25519 public key, base64 ('authorizer keygen' prints it)")
+	return env.applyStatement(ctx, "authorizer add", args)
+}
+
+func cmdAuthorizerRevoke(ctx context.Context, env *environment, args []string) error {
+	return env.applyStatement(ctx, "authorizer revoke", args)
+}
+
+func (env *environment) applyStatement(ctx context.Context, name string, args []string) error {
+	fs := env.flags(name, "--signed FILE")
+	signed := fs.String("signed", "", "the statement `FILE` an existing authorizer signed ('authorizer statement' makes one)")
+	bare := fs.String("public-key", "", "refused: a bare key is not enough (see --signed)")
+	fs.String("name", "", "refused: a bare name is not enough (see --signed)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *name == "" || *pubFlag == "" {
-		return usagef("authorizer add: --name and --public-key are required")
+	if *signed == "" || *bare != "" {
+		return usagef("%s: only a statement signed by an existing authorizer adds or revokes one: give --signed FILE ('sendonce authorizer statement' on that person's machine makes it; the first authorizer is named by 'sendonce init --authorizer NAME=PUBLIC_KEY')", name)
 	}
-	pub, err := sendonce.ParsePublicKey(*pubFlag)
+	b, err := os.ReadFile(*signed)
 	if err != nil {
-		return usagef("authorizer add: %v", err)
+		return usagef("cannot read %s: %v", *signed, errors.Unwrap(err))
 	}
 	c, err := env.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	res, err := c.AddAuthorizer(ctx, *name, pub)
+	res, err := c.ApplyStatement(ctx, b)
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "authorizer %s registered\n", res.Authorizer) })
+	if want := strings.TrimPrefix(name, "authorizer "); res.Action != want {
+		return usagef("%s: the statement in %s says %s, not %s", name, *signed, res.Action, want)
+	}
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "authorizer %s: %s (signed by %s)\n", res.Action, res.Authorizer, res.SignedBy)
+	})
 	return nil
 }
 
@@ -50,38 +72,106 @@ func cmdAuthorizerKeygen(ctx context.Context, env *environment, args []string) e
 		return err
 	}
 	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "private key written to %s\npublic key: %s\nregister it with: sendonce authorizer add --name NAME --public-key %s\n", res.PrivateKeyFile, res.PublicKey, res.PublicKey)
+		fmt.Fprintf(w, "private key written to %s (keep it on your own machine, where no automation can read it)\npublic key: %s\n", res.PrivateKeyFile, res.PublicKey)
 	})
 	return nil
 }
 
+// signerFlags are the flags of the commands a person signs with.
+type signerFlags struct {
+	storeID, name, privFile, out string
+	expires                      time.Duration
+}
+
+func (f *signerFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+}) {
+	fs.StringVar(&f.storeID, "store-id", "", "the store `ID` it is for ('sendonce init' prints it)")
+	fs.StringVar(&f.name, "name", "", "your authorizer `NAME`, as registered")
+	fs.StringVar(&f.privFile, "private-key", "", "your private key `FILE`")
+	fs.DurationVar(&f.expires, "expires", time.Hour, "how long it may be used")
+	fs.StringVar(&f.out, "out", "", "where to write the signed `FILE`")
+}
+
+func (f *signerFlags) check(cmd string) error {
+	if f.storeID == "" || f.name == "" || f.privFile == "" || f.out == "" {
+		return usagef("%s: --store-id, --name, --private-key and --out are required", cmd)
+	}
+	if f.expires <= 0 {
+		return usagef("%s: --expires must be positive", cmd)
+	}
+	return nil
+}
+
 func cmdAuthorizerSign(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("authorizer sign", "--key KEY --revision N --name NAME --private-key FILE [--expires DUR] --out FILE")
+	fs := env.flags("authorizer sign", "--store-id ID --key KEY --revision N --name NAME --private-key FILE [--expires DUR] --out FILE")
+	var sf signerFlags
+	sf.register(fs)
 	keyFlag := fs.String("key", "", "the consumed intent's `KEY`")
 	revision := fs.Int("revision", 0, "the revision this opens: the intent's current revision + 1 ('sendonce status' shows it)")
-	name := fs.String("name", "", "your authorizer `NAME`, as registered")
-	privFile := fs.String("private-key", "", "your private key `FILE`")
-	expires := fs.Duration("expires", time.Hour, "how long the authorization may be used")
-	out := fs.String("out", "", "where to write the signed authorization `FILE`")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *keyFlag == "" || *name == "" || *privFile == "" || *out == "" || *revision < 1 {
-		return usagef("authorizer sign: --key, --revision (1 or more), --name, --private-key and --out are required")
+	if err := sf.check("authorizer sign"); err != nil {
+		return err
 	}
-	if *expires <= 0 {
-		return usagef("authorizer sign: --expires must be positive")
+	if *keyFlag == "" || *revision < 1 {
+		return usagef("authorizer sign: --key and --revision (1 or more) are required")
 	}
-	priv, err := sendonce.ReadPrivateKey(*privFile)
+	priv, err := sendonce.ReadPrivateKey(sf.privFile)
 	if err != nil {
 		return err
 	}
-	res, err := sendonce.SignAuthorization(sendonce.SignRequest{Key: *keyFlag, Revision: *revision, Name: *name, PrivateKey: priv, ExpiresAt: time.Now().Add(*expires), Out: *out})
+	res, err := sendonce.SignAuthorization(sendonce.SignRequest{StoreID: sf.storeID, Key: *keyFlag, Revision: *revision, Name: sf.name, PrivateKey: priv, ExpiresAt: time.Now().Add(sf.expires), Out: sf.out})
 	if err != nil {
 		return err
 	}
 	env.print(res, func(w io.Writer) {
 		fmt.Fprintf(w, "signed authorization for revision %d of %s written to %s (expires %s)\n", res.Revision, res.Key, res.Signed, res.ExpiresAt)
+	})
+	return nil
+}
+
+func cmdAuthorizerStatement(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("authorizer statement", "--store-id ID --action add|revoke --for NAME [--public-key BASE64] --name NAME --private-key FILE [--expires DUR] --out FILE")
+	var sf signerFlags
+	sf.register(fs)
+	action := fs.String("action", "", "add or revoke")
+	target := fs.String("for", "", "the authorizer `NAME` to add or revoke")
+	pubFlag := fs.String("public-key", "", "with add: the new authorizer's ed25519 public key, base64")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := sf.check("authorizer statement"); err != nil {
+		return err
+	}
+	req := sendonce.StatementRequest{StoreID: sf.storeID, Action: *action, Name: *target, Signer: sf.name, ExpiresAt: time.Now().Add(sf.expires), Out: sf.out}
+	switch {
+	case *target == "":
+		return usagef("authorizer statement: --for NAME is required")
+	case *action == "add" && *pubFlag == "":
+		return usagef("authorizer statement: --action add needs --public-key")
+	case *action == "add":
+		pub, err := sendonce.ParsePublicKey(*pubFlag)
+		if err != nil {
+			return usagef("authorizer statement: %v", err)
+		}
+		req.PublicKey = pub
+	case *action != "revoke":
+		return usagef("authorizer statement: --action must be add or revoke")
+	}
+	priv, err := sendonce.ReadPrivateKey(sf.privFile)
+	if err != nil {
+		return err
+	}
+	req.PrivateKey = priv
+	res, err := sendonce.SignStatement(req)
+	if err != nil {
+		return err
+	}
+	env.print(res, func(w io.Writer) {
+		fmt.Fprintf(w, "signed statement (%s %s) written to %s (expires %s)\n", res.Action, res.Name, res.Signed, res.ExpiresAt)
 	})
 	return nil
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,8 +136,8 @@ func (g *golden) normalize(key string, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = g.normalize(k, e)
+		for _, k := range slices.Sorted(maps.Keys(x)) { // in order: ids are numbered as met
+			out[k] = g.normalize(k, x[k])
 		}
 		return out
 	case []any:
@@ -235,12 +237,25 @@ func TestGoldenGateContract(t *testing.T) {
 	priv := ed25519.NewKeyFromSeed(seed)
 	pub := base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))
 	privFile := g.write("alice.key", sendonce.PrivateKeyHeader+"\n"+base64.StdEncoding.EncodeToString(seed)+"\n")
-	g.run("authorizer-add-bad-key", 2, "authorizer", "add", "--name", "alice", "--public-key", "bm90IGEga2V5")
-	g.run("authorizer-add", 0, "authorizer", "add", "--name", "alice", "--public-key", pub)
+	g.run("authorizer-add-bare-refused", 2, "authorizer", "add", "--name", "alice", "--public-key", pub)
+	g.run("init-authorizer-bad", 2, "init", "--authorizer", "alice")
+	ini := g.run("init-first-authorizer", 0, "init", "--authorizer", "alice="+pub)
+	storeID := str(ini, "store_id")
+	mallory := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize)).Public().(ed25519.PublicKey))
+	g.run("init-second-first-authorizer", 2, "init", "--authorizer", "mallory="+mallory)
 	g.run("authorizer-keygen", 0, "authorizer", "keygen", "--out", filepath.Join(g.work, "bob.key"))
 	g.run("authorizer-keygen-exists", 2, "authorizer", "keygen", "--out", filepath.Join(g.work, "bob.key"))
+	bobPub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, ed25519.SeedSize)).Public().(ed25519.PublicKey))
+	stmt := filepath.Join(g.work, "add-bob.json")
+	g.run("authorizer-statement", 0, "authorizer", "statement", "--store-id", storeID, "--action", "add", "--for", "bob", "--public-key", bobPub,
+		"--name", "alice", "--private-key", privFile, "--out", stmt)
+	g.run("authorizer-add", 0, "authorizer", "add", "--signed", stmt)
+	g.run("authorizer-add-replayed", 2, "authorizer", "add", "--signed", stmt)
 	signed := filepath.Join(g.work, "auth.json")
-	g.run("authorizer-sign", 0, "authorizer", "sign", "--key", okey, "--revision", "1", "--name", "alice", "--private-key", privFile, "--out", signed)
+	elsewhere := filepath.Join(g.work, "auth-elsewhere.json")
+	g.run("authorizer-sign-other-store", 0, "authorizer", "sign", "--store-id", "ffffffffffffffffffffffffffffffff", "--key", okey, "--revision", "1", "--name", "alice", "--private-key", privFile, "--out", elsewhere)
+	g.run("authorize-other-store", 2, "gate", "authorize", "--key", okey, "--reason", "x", "--signed", elsewhere)
+	g.run("authorizer-sign", 0, "authorizer", "sign", "--store-id", storeID, "--key", okey, "--revision", "1", "--name", "alice", "--private-key", privFile, "--out", signed)
 	g.run("authorize-missing-reason", 2, "gate", "authorize", "--key", okey, "--signed", signed)
 	g.run("authorize", 0, "gate", "authorize", "--key", okey, "--reason", "the recipient lost it", "--signed", signed)
 	g.run("authorize-replayed", 2, "gate", "authorize", "--key", okey, "--reason", "again", "--signed", signed)

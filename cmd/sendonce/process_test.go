@@ -293,7 +293,7 @@ func TestStoreFaultsFailClosed(t *testing.T) {
 		path := filepath.Join(dir, "full", "sendonce.db")
 		os.Mkdir(filepath.Dir(path), 0o700)
 		script := `d="$1"; shift
-mount -t tmpfs -o size=1m tmpfs "$d" || exit 90
+mount -t tmpfs -o size=1m,mode=0700 tmpfs "$d" || exit 90
 "$0" init --store "$d/sendonce.db" >/dev/null || exit 91
 dd if=/dev/zero of="$d/fill" bs=4k >/dev/null 2>&1
 "$0" "$@"; code=$?

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
@@ -15,8 +16,17 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("init", "[--store PATH] [--upgrade]")
 	var req sendonce.InitRequest
 	fs.BoolVar(&req.Upgrade, "upgrade", false, "migrate an existing store on an older schema (the only command that does)")
+	first := fs.String("authorizer", "", "name the first authorizer, `NAME=PUBLIC_KEY` (base64; refused once the store has one)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *first != "" {
+		name, pubB64, ok := strings.Cut(*first, "=")
+		pub, err := sendonce.ParsePublicKey(pubB64)
+		if !ok || name == "" || err != nil {
+			return usagef("init: --authorizer must be NAME=PUBLIC_KEY, the key as 'authorizer keygen' prints it")
+		}
+		req.FirstAuthorizer = &sendonce.AuthorizerKey{Name: name, PublicKey: pub}
 	}
 	loc, err := env.storeLocation()
 	if err != nil {
@@ -33,7 +43,10 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 		case res.Upgraded:
 			fmt.Fprintf(w, "store upgraded: %s (schema %d)\n", res.Store, res.SchemaVersion)
 		default:
-			fmt.Fprintf(w, "store ready: %s (schema %d)\n", res.Store, res.SchemaVersion)
+			fmt.Fprintf(w, "store ready: %s (schema %d, store id %s)\n", res.Store, res.SchemaVersion, res.StoreID)
+		}
+		if res.Authorizer != "" {
+			fmt.Fprintf(w, "first authorizer: %s\n", res.Authorizer)
 		}
 	})
 	return nil

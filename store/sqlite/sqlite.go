@@ -7,7 +7,9 @@ package sqlite
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,7 +139,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -211,7 +213,69 @@ CREATE TABLE provider_objects (
 	dispatch_id TEXT NOT NULL,
 	bound_at    INTEGER NOT NULL
 );
+`, `
+CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL);
+ALTER TABLE authorizers ADD COLUMN revoked_at INTEGER;
 `}
+}
+
+// afterMigration[v] runs in the same transaction right after the schema reaches v:
+// the steps SQL alone cannot do.
+var afterMigration = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	4: func(ctx context.Context, tx *sql.Tx) error {
+		// A random id names this store in every signed statement, so one signature is
+		// never accepted by two stores.
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO store_meta (id, store_id) VALUES (1, ?)", hex.EncodeToString(id[:])); err != nil {
+			return err
+		}
+		return bindCurrentKeys(ctx, tx)
+	},
+}
+
+// bindCurrentKeys binds, beside every key of an older scheme, the current scheme's key
+// of the same destination and bytes to the same intent: after an upgrade every spelling
+// that reached a consumed intent still reaches it.
+func bindCurrentKeys(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, "SELECT key, intent_id, strength, bound_at FROM keys WHERE version != ?", gate.KeyVersion)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		key, strength string
+		intent, at    int64
+	}
+	var old []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.key, &r.intent, &r.strength, &r.at); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range old {
+		k, err := gate.ParseKey(r.key)
+		if err != nil {
+			return fmt.Errorf("the stored key %q does not parse: %w", r.key, err)
+		}
+		up, err := k.Upgrade()
+		if err != nil {
+			continue // the current scheme refuses the identity: no current key can name it
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)",
+			up.String(), r.intent, up.Version(), r.strength, r.at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Backend) migrate(ctx context.Context, create bool) error {
@@ -249,6 +313,11 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 	for ; version < len(ms); version++ {
 		if _, err := tx.ExecContext(ctx, ms[version]); err != nil {
 			return fmt.Errorf("migrating %s to schema %d: %w", b.path, version+1, err)
+		}
+		if after := afterMigration[version+1]; after != nil {
+			if err := after(ctx, tx); err != nil {
+				return fmt.Errorf("migrating %s to schema %d: %w", b.path, version+1, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version+1)); err != nil {
 			return err
@@ -508,9 +577,32 @@ func (t *sqlTx) AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) 
 	return err
 }
 
+func (t *sqlTx) AuthorizerNamed(name string) (bool, error) {
+	var n int
+	err := t.tx.QueryRow("SELECT count(*) FROM authorizers WHERE name = ?", name).Scan(&n)
+	return n > 0, err
+}
+
+func (t *sqlTx) AuthorizerCount() (int, error) {
+	var n int
+	err := t.tx.QueryRow("SELECT count(*) FROM authorizers").Scan(&n)
+	return n, err
+}
+
+func (t *sqlTx) RevokeAuthorizer(name string, at time.Time) error {
+	_, err := t.tx.Exec("UPDATE authorizers SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", nanos(at), name)
+	return err
+}
+
+func (t *sqlTx) StoreID() (string, error) {
+	var id string
+	err := t.tx.QueryRow("SELECT store_id FROM store_meta WHERE id = 1").Scan(&id)
+	return id, err
+}
+
 func (t *sqlTx) Authorizer(name string) (ed25519.PublicKey, error) {
 	var pub []byte
-	err := t.tx.QueryRow("SELECT public_key FROM authorizers WHERE name = ?", name).Scan(&pub)
+	err := t.tx.QueryRow("SELECT public_key FROM authorizers WHERE name = ? AND revoked_at IS NULL", name).Scan(&pub)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

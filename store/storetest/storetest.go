@@ -57,6 +57,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"AliasesOfFreeIntentsMerge", testAliasesOfFreeIntentsMerge},
 		{"AliasPrecedence", testAliasPrecedence},
 		{"DeliberateRedelivery", testDeliberateRedelivery},
+		{"AuthorizersOnlyBySignedStatement", testAuthorizerStatements},
 		{"EventLogExplainsDecisions", testEventLogExplainsDecisions},
 		{"PassIsOneUse", testPassIsOneUse},
 		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
@@ -428,14 +429,23 @@ func testDeliberateRedelivery(t *testing.T, s *store.Store, c *Clock) {
 		t.Fatal(err)
 	}
 	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
-	auth := gate.Authorization{Key: k, Revision: 1, Nonce: "nonce-0123456789", ExpiresAt: c.Now().Add(time.Hour), Signer: "carol"}
+	storeID, err := s.StoreID(ctx)
+	if err != nil || len(storeID) != 32 {
+		t.Fatalf("store id %q, %v", storeID, err)
+	}
+	auth := gate.Authorization{StoreID: storeID, Key: k, Revision: 1, Nonce: "nonce-0123456789", ExpiresAt: c.Now().Add(time.Hour), Signer: "carol"}
 	auth.Sign(priv)
 
 	wantErr(t, "unregistered authorizer", s.Authorize(ctx, auth, "resend"), gate.ErrInvalid)
-	if err := s.AddAuthorizer(ctx, "carol", priv.Public().(ed25519.PublicKey)); err != nil {
+	if err := s.AddFirstAuthorizer(ctx, "carol", priv.Public().(ed25519.PublicKey)); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "duplicate authorizer", s.AddAuthorizer(ctx, "carol", priv.Public().(ed25519.PublicKey)), gate.ErrInvalid)
+	mallory := ed25519.NewKeyFromSeed(append(make([]byte, 31), 6))
+	wantErr(t, "a second first authorizer", s.AddFirstAuthorizer(ctx, "mallory", mallory.Public().(ed25519.PublicKey)), gate.ErrInvalid)
+	elsewhere := auth
+	elsewhere.StoreID = "ffffffffffffffffffffffffffffffff"
+	elsewhere.Sign(priv)
+	wantErr(t, "an authorization for another store", s.Authorize(ctx, elsewhere, "resend"), gate.ErrInvalid)
 	wantErr(t, "authorize while held", s.Authorize(ctx, auth, "resend"), gate.ErrHeld)
 	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.SendStatusUnknown}); err != nil {
 		t.Fatal(err)
@@ -452,7 +462,7 @@ func testDeliberateRedelivery(t *testing.T, s *store.Store, c *Clock) {
 	if b.Revision() != 1 {
 		t.Fatalf("revision %d; want 1", b.Revision())
 	}
-	_, err := claim(t, s, "C", k)
+	_, err = claim(t, s, "C", k)
 	wantErr(t, "second executor for r1", err, gate.ErrHeld)
 	if _, err := s.Cross(ctx, b, gate.Send, ""); err != nil {
 		t.Fatal(err)
@@ -640,4 +650,54 @@ func testResolve(t *testing.T, s *store.Store, c *Clock) {
 	c.Advance(lease + time.Second)
 	_, err = s.Resolve(ctx, store.ResolveRequest{DispatchID: d.DispatchID(), Provider: "xmpp", ObjectID: "stanza-4", SHA256: k4.Digest().String()})
 	wantErr(t, "nothing crossed", err, gate.ErrInvalid)
+}
+
+// testAuthorizerStatements: after the first authorizer, authorizers are added and
+// revoked only on an existing authorizer's signed word, for this store, once.
+func testAuthorizerStatements(t *testing.T, s *store.Store, c *Clock) {
+	storeID, err := s.StoreID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	dave := ed25519.NewKeyFromSeed(append(make([]byte, 31), 2))
+	eve := ed25519.NewKeyFromSeed(append(make([]byte, 31), 3))
+	if err := s.AddFirstAuthorizer(ctx, "carol", carol.Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	statement := func(action, name string, pub ed25519.PublicKey, signer string, key ed25519.PrivateKey, nonce string) gate.AuthorizerStatement {
+		st := gate.AuthorizerStatement{StoreID: storeID, Action: action, Name: name, PublicKey: pub, Nonce: nonce, ExpiresAt: c.Now().Add(time.Hour), Signer: signer}
+		st.Sign(key)
+		return st
+	}
+	// An automation with its own key cannot make itself an authorizer.
+	self := statement("add", "eve", eve.Public().(ed25519.PublicKey), "eve", eve, "nonce-self-000001")
+	wantErr(t, "self-signed add", s.ApplyStatement(ctx, self), gate.ErrInvalid)
+	forged := statement("add", "eve", eve.Public().(ed25519.PublicKey), "carol", eve, "nonce-forged-0001")
+	wantErr(t, "add signed with the wrong key", s.ApplyStatement(ctx, forged), gate.ErrInvalid)
+	other := statement("add", "dave", dave.Public().(ed25519.PublicKey), "carol", carol, "nonce-other-00001")
+	other.StoreID = "ffffffffffffffffffffffffffffffff"
+	other.Sign(carol)
+	wantErr(t, "add for another store", s.ApplyStatement(ctx, other), gate.ErrInvalid)
+
+	add := statement("add", "dave", dave.Public().(ed25519.PublicKey), "carol", carol, "nonce-add-dave-01")
+	wantErr(t, "add dave", s.ApplyStatement(ctx, add), nil)
+	wantErr(t, "the same statement again", s.ApplyStatement(ctx, add), gate.ErrInvalid)
+
+	// dave may now sign; once revoked (by carol), he may not.
+	k := key(t, "Bob", "statements")
+	a := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, a, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Record(ctx, a, store.RecordRequest{Outcome: gate.SendStatusUnknown}); err != nil {
+		t.Fatal(err)
+	}
+	revoke := statement("revoke", "dave", nil, "carol", carol, "nonce-revoke-dave")
+	wantErr(t, "revoke dave", s.ApplyStatement(ctx, revoke), nil)
+	auth := gate.Authorization{StoreID: storeID, Key: k, Revision: 1, Nonce: "nonce-dave-auth-1", ExpiresAt: c.Now().Add(time.Hour), Signer: "dave"}
+	auth.Sign(dave)
+	wantErr(t, "authorization by a revoked authorizer", s.Authorize(ctx, auth, "resend"), gate.ErrInvalid)
+	again := statement("add", "dave", dave.Public().(ed25519.PublicKey), "carol", carol, "nonce-add-dave-02")
+	wantErr(t, "a revoked name added again", s.ApplyStatement(ctx, again), gate.ErrInvalid)
 }
