@@ -820,9 +820,9 @@ func notes(evs []Event, latest *AttemptRecord) []string {
 	}
 	for _, e := range evs {
 		if e.Kind == EventProviderAbsent && e.DispatchID == latest.DispatchID {
-			kind := "not authoritative"
+			kind := "not authoritative: the archive answer was incomplete"
 			if e.Detail["authoritative"] == "true" {
-				kind = "authoritative"
+				kind = "authoritative: the server's own assertion that its complete archive holds no such message; a server that lies or lost data is not caught by it"
 			}
 			out = append(out, fmt.Sprintf("the provider (%s) reports no such message as of %s (%s); a person may authorize a redelivery", e.Detail["provider"], e.Detail["as_of"], kind))
 		}

@@ -48,6 +48,17 @@ type Config struct {
 	ServerName string
 	// Timeout bounds one Lookup. Zero means DefaultTimeout.
 	Timeout time.Duration
+	// AllowPlain lets the login use SASL PLAIN (the password itself, inside TLS). Off by
+	// default: only SCRAM is used, so the server never sees the password.
+	AllowPlain bool
+	// DownloadHosts are the hosts (host or host:port) links may be downloaded from, on
+	// top of the account's own domain and its subdomains (where its HTTP upload
+	// service is: upload.example.org).
+	DownloadHosts []string
+	// AllowPrivateAddresses lets downloads connect to loopback, private and link-local
+	// addresses (a test bed on one machine needs it). Off by default, checked on the
+	// address actually connected to, so a name that resolves there is refused too.
+	AllowPrivateAddresses bool
 }
 
 // fileConfig is the JSON file's shape.
@@ -58,6 +69,10 @@ type fileConfig struct {
 	StartTLS   *bool  `json:"starttls"`
 	ServerName string `json:"server_name"`
 	Timeout    string `json:"timeout"`
+
+	AllowPlain            bool     `json:"allow_plain"`
+	DownloadHosts         []string `json:"download_hosts"`
+	AllowPrivateAddresses bool     `json:"allow_private_addresses"`
 }
 
 // LoadConfig reads a small JSON file
@@ -95,6 +110,10 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		Addr:       fc.Addr,
 		StartTLS:   true,
 		ServerName: fc.ServerName,
+
+		AllowPlain:            fc.AllowPlain,
+		DownloadHosts:         fc.DownloadHosts,
+		AllowPrivateAddresses: fc.AllowPrivateAddresses,
 	}
 	if fc.StartTLS != nil {
 		cfg.StartTLS = *fc.StartTLS
@@ -145,7 +164,7 @@ func jsonProblem(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the file is empty or cut short"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return err.Error()[len("json: "):] + " (known: jid, password, addr, starttls, server_name, timeout)"
+		return err.Error()[len("json: "):] + " (known: jid, password, addr, starttls, server_name, timeout, allow_plain, download_hosts, allow_private_addresses)"
 	}
 	return "invalid JSON"
 }

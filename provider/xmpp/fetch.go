@@ -8,23 +8,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
+
+	"mellium.im/xmpp/jid"
 )
 
-const (
-	// slack is how many bytes beyond the dispatch's size a download may read
-	// before it is abandoned.
-	slack = 1 << 20
-	// fetchTimeout bounds one download, plus a second per MiB of the bound;
-	// the Lookup's own deadline bounds them all.
-	fetchTimeout = 20 * time.Second
-)
+// fetchTimeout bounds one download, plus a second per MiB of the file; the Lookup's
+// own deadline bounds them all.
+const fetchTimeout = 20 * time.Second
 
-// fetcher downloads links over HTTPS (system trust store) and hashes them.
+// fetcher downloads links and hashes them, and only where the account's own upload
+// service is:
+//
+//   - https only, checked against the system trust store;
+//   - the link's host must be the account's domain or a subdomain of it (its HTTP upload
+//     service: upload.example.org), or one of the configured download hosts;
+//   - the address actually connected to must not be loopback, private, link-local or
+//     otherwise not globally routable, unless the configuration allows it: checked in
+//     the dialer, after name resolution, so DNS rebinding cannot get around it;
+//   - no redirect to another host, nor to anything but https;
+//   - a body longer than the dispatch's size is other bytes (it cannot be ours).
 type fetcher struct {
-	client *http.Client
+	client  *http.Client
+	allowed func(host string) bool
 }
 
 type fetchResult struct {
@@ -32,27 +44,79 @@ type fetchResult struct {
 	err    error
 }
 
-func newFetcher() *fetcher {
+func newFetcher(cfg Config) *fetcher {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12} // system roots
 	tr.DisableKeepAlives = true                                    // one lookup, a few links: no idle connections left behind
 	tr.DisableCompression = true                                   // hash the bytes as stored, not a re-encoding
-	return &fetcher{client: &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if req.URL.Scheme != "https" {
-				return fmt.Errorf("redirected to a non-https address")
-			}
-			if len(via) >= 5 {
-				return errors.New("too many redirects")
-			}
+	tr.Proxy = nil                                                 // the connected address is the one checked
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
+		if cfg.AllowPrivateAddresses {
 			return nil
-		},
+		}
+		return checkPublicAddress(address)
 	}}
+	tr.DialContext = dialer.DialContext
+	return &fetcher{
+		client: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(req *http.Request, via []*http.Request) error {
+				switch {
+				case req.URL.Scheme != "https":
+					return fmt.Errorf("redirected to a non-https address")
+				case !strings.EqualFold(req.URL.Host, via[0].URL.Host):
+					return fmt.Errorf("redirected to another host (%s)", req.URL.Hostname())
+				case len(via) >= 5:
+					return errors.New("too many redirects")
+				}
+				return nil
+			},
+		},
+		allowed: downloadHosts(cfg),
+	}
 }
 
-// fetch downloads link (https only), reading at most size+1MiB bytes, and returns
-// the SHA-256 of what it read. Errors never quote the response body.
+// downloadHosts says which link hosts may be fetched: the account's domain, its
+// subdomains, and the configured hosts.
+func downloadHosts(cfg Config) func(host string) bool {
+	domain := ""
+	if j, err := jid.Parse(cfg.JID); err == nil {
+		domain = strings.ToLower(j.Domainpart())
+	}
+	return func(hostport string) bool {
+		host := strings.ToLower(strings.TrimSuffix(hostname(hostport), "."))
+		for _, h := range cfg.DownloadHosts {
+			if strings.EqualFold(h, hostport) || strings.EqualFold(h, host) {
+				return true
+			}
+		}
+		return domain != "" && (host == domain || strings.HasSuffix(host, "."+domain))
+	}
+}
+
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// checkPublicAddress refuses an address that is not globally routable.
+func checkPublicAddress(address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("cannot check the address %q", address)
+	}
+	a := ap.Addr().Unmap()
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || !a.IsGlobalUnicast() {
+		return fmt.Errorf("the link leads to %s, a loopback, private or link-local address (allow_private_addresses is off)", a)
+	}
+	return nil
+}
+
+// fetch downloads link, reading at most size+1 bytes, and returns the SHA-256 of what
+// it read: more than size bytes are other bytes than the dispatch's. Errors never quote
+// the response body.
 func (f *fetcher) fetch(ctx context.Context, link string, size int64) fetchResult {
 	u, err := url.Parse(link)
 	if err != nil {
@@ -61,8 +125,10 @@ func (f *fetcher) fetch(ctx context.Context, link string, size int64) fetchResul
 	if u.Scheme != "https" {
 		return fetchResult{err: fmt.Errorf("the link is %s, not https", u.Scheme)}
 	}
-	limit := size + slack
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout+time.Duration(limit>>20)*time.Second)
+	if !f.allowed(u.Host) {
+		return fetchResult{err: fmt.Errorf("the link's host %s is not the account's upload service (its domain or a subdomain, or download_hosts)", u.Hostname())}
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout+time.Duration(size>>20)*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
@@ -80,16 +146,14 @@ func (f *fetcher) fetch(ctx context.Context, link string, size int64) fetchResul
 	if resp.StatusCode != http.StatusOK {
 		return fetchResult{err: fmt.Errorf("HTTP %s", resp.Status)}
 	}
-	if resp.ContentLength > limit {
-		return fetchResult{err: fmt.Errorf("%d bytes, more than the %d expected (+1 MiB)", resp.ContentLength, size)}
-	}
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return fetchResult{err: fmt.Errorf("reading the bytes: %v", err)}
+	if resp.ContentLength > size {
+		// Announced longer than the file sent: other bytes, whatever they are.
+		fmt.Fprintf(h, "longer than %d bytes: %d", size, resp.ContentLength)
+		return fetchResult{sha256: hex.EncodeToString(h.Sum(nil))}
 	}
-	if n > limit {
-		return fetchResult{err: fmt.Errorf("more than %d bytes, the %d expected +1 MiB", limit, size)}
+	if _, err := io.Copy(h, io.LimitReader(resp.Body, size+1)); err != nil {
+		return fetchResult{err: fmt.Errorf("reading the bytes: %v", err)}
 	}
 	return fetchResult{sha256: hex.EncodeToString(h.Sum(nil))}
 }

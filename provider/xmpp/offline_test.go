@@ -3,13 +3,16 @@ package xmpp
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,7 +54,7 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := Config{JID: "alice@localhost", Password: secret, Addr: "127.0.0.1:5222", StartTLS: true}
-		if cfg != want {
+		if !reflect.DeepEqual(cfg, want) {
 			t.Errorf("got %+v, want %+v", cfg, want)
 		}
 	})
@@ -257,6 +260,15 @@ func TestCollectorReadsArchiveResults(t *testing.T) {
 	}
 }
 
+// testFetcher is the real fetcher for cfg, trusting the test server's certificate.
+func testFetcher(cfg Config, srv *httptest.Server) *fetcher {
+	f := newFetcher(cfg)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	f.client.Transport.(*http.Transport).TLSClientConfig.RootCAs = pool
+	return f
+}
+
 func TestFetch(t *testing.T) {
 	content := []byte("the bytes\n")
 	sum := sha256.Sum256(content)
@@ -271,29 +283,33 @@ func TestFetch(t *testing.T) {
 			w.Header().Set("Content-Length", strconv.Itoa(len(big)))
 			w.Write(big)
 		case "/chunked/f.txt":
-			w.(http.Flusher).Flush() // no Content-Length: the limit is found while reading
-			w.Write(big)
+			w.(http.Flusher).Flush() // no Content-Length: the length is found while reading
+			w.Write(append(append([]byte{}, content...), 'x'))
 		case "/redirect/f.txt":
 			http.Redirect(w, r, "http://"+r.Host+"/ok/f.txt", http.StatusFound)
+		case "/elsewhere/f.txt":
+			http.Redirect(w, r, "https://other.example/ok/f.txt", http.StatusFound)
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
-	f := newFetcher()
-	check := f.client.CheckRedirect
-	f.client = srv.Client() // trusts the test server's certificate
-	f.client.CheckRedirect = check
+	f := testFetcher(Config{JID: "alice@localhost", DownloadHosts: []string{"127.0.0.1"}, AllowPrivateAddresses: true}, srv)
 	ctx := context.Background()
 
 	if r := f.fetch(ctx, srv.URL+"/ok/f.txt", int64(len(content))); r.err != nil || r.sha256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("ok: %+v", r)
 	}
+	// Longer than the file sent: other bytes, not "cannot tell".
+	for _, path := range []string{"/big/f.txt", "/chunked/f.txt"} {
+		if r := f.fetch(ctx, srv.URL+path, int64(len(content))); r.err != nil || r.sha256 == "" || r.sha256 == hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: %+v, want the digest of other bytes", path, r)
+		}
+	}
 	for path, want := range map[string]string{
-		"/missing/f.txt":  "404",
-		"/big/f.txt":      "more than",
-		"/chunked/f.txt":  "more than",
-		"/redirect/f.txt": "non-https",
+		"/missing/f.txt":   "404",
+		"/redirect/f.txt":  "non-https",
+		"/elsewhere/f.txt": "another host",
 	} {
 		r := f.fetch(ctx, srv.URL+path, int64(len(content)))
 		if r.err == nil || r.sha256 != "" || !strings.Contains(r.err.Error(), want) {
@@ -306,6 +322,48 @@ func TestFetch(t *testing.T) {
 	}
 	if hits.Load() != before {
 		t.Errorf("an http link was fetched")
+	}
+}
+
+// TestFetchOnlyFromTheUploadService: links to another host than the account's domain
+// (or download_hosts) are never fetched, and neither is a loopback or private address,
+// even under an allowed name that resolves there, unless the configuration allows it.
+func TestFetchOnlyFromTheUploadService(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, link string
+		cfg        Config
+		want       string
+	}{
+		{"a foreign host", "https://evil.example/f.txt", Config{JID: "alice@localhost"}, "not the account's upload service"},
+		{"loopback by address", srv.URL + "/f.txt", Config{JID: "alice@localhost", DownloadHosts: []string{"127.0.0.1"}}, "loopback"},
+		{"loopback by an allowed name", "https://localhost:" + port + "/f.txt", Config{JID: "alice@localhost"}, "loopback"},
+		{"the account's domain elsewhere", "https://upload.localhost.example/f.txt", Config{JID: "alice@localhost"}, "not the account's upload service"},
+	} {
+		r := testFetcher(tc.cfg, srv).fetch(ctx, tc.link, 1)
+		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+			t.Errorf("%s: %+v; want an error saying %q", tc.name, r, tc.want)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d refused downloads reached the server", hits.Load())
+	}
+	for _, bad := range []string{"127.0.0.1:443", "10.1.2.3:443", "192.168.0.1:443", "169.254.1.1:443", "[::1]:443", "[fe80::1]:443", "[fd00::1]:443", "0.0.0.0:443", "[::ffff:127.0.0.1]:443"} {
+		if err := checkPublicAddress(bad); err == nil {
+			t.Errorf("%s passed as public", bad)
+		}
+	}
+	for _, ok := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443"} {
+		if err := checkPublicAddress(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
 	}
 }
 
@@ -322,7 +380,7 @@ func TestCollect(t *testing.T) {
 	}))
 	defer srv.Close()
 	p := New(Config{JID: "alice@localhost", Password: secret})
-	p.http.client = srv.Client()
+	p.http = testFetcher(Config{JID: "alice@localhost", DownloadHosts: []string{"127.0.0.1"}, AllowPrivateAddresses: true}, srv)
 
 	alice := jid.MustParse("alice@localhost")
 	at := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
@@ -412,5 +470,22 @@ func TestLookupRefusesBadInput(t *testing.T) {
 	a, err := New(cfg).Lookup(context.Background(), d)
 	if err != nil || a.Result != provider.CantTell || strings.Contains(a.Detail, secret) {
 		t.Errorf("by name only, unreachable: %+v %v", a, err)
+	}
+}
+
+// TestNoPlainByDefault: the login uses SCRAM only unless allow_plain is set.
+func TestNoPlainByDefault(t *testing.T) {
+	names := func(cfg Config) string {
+		var out []string
+		for _, m := range New(cfg).mechanisms() {
+			out = append(out, m.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(Config{}); strings.Contains(got, "PLAIN") || !strings.Contains(got, "SCRAM-SHA-1") {
+		t.Errorf("default mechanisms %q; want SCRAM only", got)
+	}
+	if got := names(Config{AllowPlain: true}); !strings.HasSuffix(got, "PLAIN") {
+		t.Errorf("with allow_plain: %q; want PLAIN last", got)
 	}
 }

@@ -46,7 +46,7 @@ var _ provider.Provider = (*Provider)(nil)
 
 // New returns a provider for cfg. Lookup reports an invalid cfg as an error.
 func New(cfg Config) *Provider {
-	return &Provider{cfg: cfg, http: newFetcher()}
+	return &Provider{cfg: cfg, http: newFetcher(cfg)}
 }
 
 // Lookup searches the sending account's archive for d. See the package comment.
@@ -305,7 +305,7 @@ func (p *Provider) connect(ctx context.Context, account jid.JID) (*session, erro
 
 	xs, err := xmpp.NewClientSession(ctx, account, conn,
 		xmpp.StartTLS(tlsCfg),
-		xmpp.SASL("", p.cfg.Password, sasl.ScramSha256, sasl.ScramSha1, sasl.Plain),
+		xmpp.SASL("", p.cfg.Password, p.mechanisms()...),
 		xmpp.BindResource(),
 	)
 	if err != nil {
@@ -352,4 +352,14 @@ func (p *Provider) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, p.cfg.Password, "[password]")
+}
+
+// mechanisms are the SASL mechanisms the login may use, best first: SCRAM only, unless
+// the configuration allows PLAIN.
+func (p *Provider) mechanisms() []sasl.Mechanism {
+	ms := []sasl.Mechanism{sasl.ScramSha256, sasl.ScramSha1}
+	if p.cfg.AllowPlain {
+		ms = append(ms, sasl.Plain)
+	}
+	return ms
 }
