@@ -31,6 +31,7 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SENDONCE_STORE", e.WorkDir+"/sendonce.db")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/state") // the default staging folder, inside the script's work folder
 			root, err := filepath.Abs("../../testdata")
 			e.Setenv("BUNDLES", root+"/bundles")
 			e.Setenv("TRANSCRIPTS", root+"/transcripts")
