@@ -90,10 +90,8 @@ func MarshalAuthorization(a Authorization) ([]byte, error) {
 // the signature.
 func ParseAuthorization(b []byte) (Authorization, error) {
 	var f authorizationFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Authorization{}, fmt.Errorf("%w: authorization file: %v", ErrInvalid, err)
+	if err := decodeStrict(b, &f, "authorization file"); err != nil {
+		return Authorization{}, err
 	}
 	if f.Format != authorizationFormat {
 		return Authorization{}, fmt.Errorf("%w: authorization format %q (want %q: an authorization names the store it is for; sign a new one with 'authorizer sign --store-id')", ErrInvalid, f.Format, authorizationFormat)
@@ -122,6 +120,17 @@ func ParseAuthorization(b []byte) (Authorization, error) {
 		return Authorization{}, fmt.Errorf("%w: authorization signer must be a name on one line", ErrInvalid)
 	}
 	return Authorization{StoreID: f.StoreID, Key: k, Revision: f.Revision, Nonce: f.Nonce, ExpiresAt: exp, Signer: f.Signer, Signature: sig}, nil
+}
+
+// decodeStrict reads one JSON object of a signed file, refusing unknown fields (a
+// misspelt field would otherwise be silently unsigned).
+func decodeStrict(b []byte, v any, what string) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+	}
+	return nil
 }
 
 // checkStoreID checks a store id's form: 32 lowercase hex digits.
@@ -205,10 +214,8 @@ func MarshalAuthorizerStatement(a AuthorizerStatement) ([]byte, error) {
 // ParseAuthorizerStatement reads the JSON file form; Verify checks the signature.
 func ParseAuthorizerStatement(b []byte) (AuthorizerStatement, error) {
 	var f statementFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return AuthorizerStatement{}, fmt.Errorf("%w: authorizer statement: %v", ErrInvalid, err)
+	if err := decodeStrict(b, &f, "authorizer statement"); err != nil {
+		return AuthorizerStatement{}, err
 	}
 	if f.Format != statementFormat {
 		return AuthorizerStatement{}, fmt.Errorf("%w: authorizer statement format %q (want %q)", ErrInvalid, f.Format, statementFormat)
