@@ -34,6 +34,16 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
+// ParseAuthorizerKey reads NAME=PUBLIC_KEY (the key in base64, as keygen prints it).
+func ParseAuthorizerKey(s string) (AuthorizerKey, error) {
+	name, pubB64, ok := strings.Cut(s, "=")
+	pub, err := ParsePublicKey(pubB64)
+	if !ok || name == "" || err != nil {
+		return AuthorizerKey{}, gate.Invalidf("an authorizer is NAME=PUBLIC_KEY, the key in base64 as 'authorizer keygen' prints it")
+	}
+	return AuthorizerKey{Name: name, PublicKey: pub}, nil
+}
+
 // GenerateAuthorizerKey makes a key pair and writes the private key to path (created,
 // mode 0600; never overwritten).
 func GenerateAuthorizerKey(path string) (KeygenResult, error) {

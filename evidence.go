@@ -57,7 +57,7 @@ func VerifyEvidence(req VerifyRequest) (VerifyResult, error) {
 		return VerifyResult{}, err
 	}
 	defer b.Close()
-	return verifyResult(b, "not checked against a store (give --store or set SENDONCE_STORE)"), nil
+	return verifyResult(req.Path, b, "not checked against a store (give --store or set SENDONCE_STORE)"), nil
 }
 
 // VerifyEvidence verifies a bundle and checks it against the store: every chain head
@@ -84,11 +84,11 @@ func (c *Client) VerifyEvidence(ctx context.Context, req VerifyRequest) (VerifyR
 	if a.ChainHead != "" && !b.HasHead(a.ChainHead) {
 		return VerifyResult{}, fmt.Errorf("%w: the store recorded chain head %.12s… with the outcome, and the bundle never reached it: records were dropped", evidence.ErrInvalid, a.ChainHead)
 	}
-	return verifyResult(b, "every chain head the store recorded for this dispatch is in the bundle"), nil
+	return verifyResult(req.Path, b, "every chain head the store recorded for this dispatch is in the bundle"), nil
 }
 
-func verifyResult(b *Bundle, storeCheck string) VerifyResult {
-	out := VerifyResult{Verified: true, Sealed: b.Sealed(), Records: len(b.Records), ChainHead: b.Head(), DispatchID: b.Manifest.DispatchID,
+func verifyResult(path string, b *Bundle, storeCheck string) VerifyResult {
+	out := VerifyResult{Bundle: path, Verified: true, Sealed: b.Sealed(), Records: len(b.Records), ChainHead: b.Head(), DispatchID: b.Manifest.DispatchID,
 		IdentityStrength: b.Manifest.IdentityStrength, StoreCheck: storeCheck, Title: b.Manifest.Title}
 	if b.Sealed() {
 		signed := b.Seal.Signature != ""
@@ -100,16 +100,16 @@ func verifyResult(b *Bundle, storeCheck string) VerifyResult {
 // Classify decides an attempt's outcome from its transcript (a bundle folder, its
 // steps.jsonl or an exported archive). A transcript that cannot be trusted classifies
 // as send_status_unknown with FailClosed set; only an unreadable path is an error.
-func Classify(path string) (evidence.Classification, error) {
+func Classify(path string) (ClassifyResult, error) {
 	b, err := OpenBundle(path, nil)
 	switch {
 	case errors.Is(err, gate.ErrInvalid):
-		return evidence.Classification{}, err
+		return ClassifyResult{}, err
 	case err != nil:
-		return evidence.FailClosed(err), nil
+		return ClassifyResult{evidence.FailClosed(err)}, nil
 	}
 	defer b.Close()
-	return evidence.ClassifyBundle(b.Bundle), nil
+	return ClassifyResult{evidence.ClassifyBundle(b.Bundle)}, nil
 }
 
 // WriteReport writes the bundle as one self-contained HTML page, with its outcome as

@@ -253,6 +253,8 @@ type VerifyResult struct {
 	Signed           *bool  `json:"signed,omitempty"` // set when sealed
 	// Title is the visible title the bundle names (a weak identity's whole name).
 	Title string `json:"-"`
+	// Bundle is the path verified, as given.
+	Bundle string `json:"-"`
 }
 
 // ReportResult is an HTML report written for a bundle.

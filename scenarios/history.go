@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
@@ -109,7 +110,7 @@ func randInt(n int) int {
 
 // HistoryConfig bounds a history run.
 type HistoryConfig struct {
-	Exe     string   // a binary whose 'scenarios worker' runs Worker
+	Exe     string   // a binary whose 'scenarios worker' runs Worker; this program when ""
 	Env     []string // extra environment for the workers
 	Rounds  int      // rounds, each with fresh keys
 	Keys    int      // keys per round
@@ -125,9 +126,34 @@ type HistoryReport struct {
 	Violations                                 []string
 }
 
+// WriteText writes the counts and every violation for a person.
+func (rep HistoryReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "rounds %d, processes %d, faults: %d kills, %d pauses past the lease, %d restarts\nsends %d, unknowns resolved by the sends log %d, duplicates %d\n",
+		rep.Rounds, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
+	for _, v := range rep.Violations {
+		fmt.Fprintf(w, "VIOLATION: %s\n", v)
+	}
+}
+
 // RunHistory runs the randomized history and checks it. dir holds the store and log.
+// dir "" is a temporary folder, removed afterwards.
 func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryReport, error) {
 	var rep HistoryReport
+	if cfg.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return rep, err
+		}
+		cfg.Exe = exe
+	}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "sendonce-history-")
+		if err != nil {
+			return rep, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
 	storePath, sendsLog := filepath.Join(dir, "history.db"), filepath.Join(dir, "sends.log")
 	initCmd := exec.CommandContext(ctx, cfg.Exe, "init", "--store", storePath)
 	initCmd.Env = append(os.Environ(), cfg.Env...)

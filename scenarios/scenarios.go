@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,9 +89,25 @@ func (s SuiteReport) Failed() int {
 	return n
 }
 
+// WriteText writes the table for a person.
+func (s SuiteReport) WriteText(w io.Writer) {
+	for _, r := range s.Scenarios {
+		mark := map[bool]string{true: "PASS", false: "FAIL"}[r.Pass]
+		fmt.Fprintf(w, "%s  %s\n      expected: %s\n      got:      %s\n", mark, r.Name, r.Expected, r.Got)
+	}
+	fmt.Fprintf(w, "scenarios: %d passed, %d failed\n", len(s.Scenarios)-s.Failed(), s.Failed())
+}
+
 // RunSuite runs every scenario (or only the one named only), each in a fresh folder
 // under a temporary folder that it removes again. each is told every result.
 func (r Runner) RunSuite(ctx context.Context, only string, each func(Result)) (SuiteReport, error) {
+	if r.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return SuiteReport{}, err
+		}
+		r.Exe = exe
+	}
 	scs, err := Load()
 	if err != nil {
 		return SuiteReport{}, err
@@ -114,7 +131,7 @@ func (r Runner) RunSuite(ctx context.Context, only string, each func(Result)) (S
 
 // Runner runs scenarios with a sendonce binary.
 type Runner struct {
-	Exe      string   // the sendonce binary
+	Exe      string   // the sendonce binary; this program when ""
 	Env      []string // extra environment for every process
 	Testdata string   // the repository's testdata folder
 }

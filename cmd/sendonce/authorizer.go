@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -52,9 +50,7 @@ func (env *environment) applyStatement(ctx context.Context, name string, args []
 	if want := strings.TrimPrefix(name, "authorizer "); res.Action != want {
 		return usagef("%s: the statement in %s says %s, not %s", name, *signed, res.Action, want)
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "authorizer %s: %s (signed by %s)\n", res.Action, res.Authorizer, res.SignedBy)
-	})
+	env.print(res)
 	return nil
 }
 
@@ -71,9 +67,7 @@ func cmdAuthorizerKeygen(ctx context.Context, env *environment, args []string) e
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "private key written to %s (keep it on your own machine, where no automation can read it)\npublic key: %s\n", res.PrivateKeyFile, res.PublicKey)
-	})
+	env.print(res)
 	return nil
 }
 
@@ -127,9 +121,7 @@ func cmdAuthorizerSign(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "signed authorization for revision %d of %s written to %s (expires %s)\n", res.Revision, res.Key, res.Signed, res.ExpiresAt)
-	})
+	env.print(res)
 	return nil
 }
 
@@ -170,8 +162,6 @@ func cmdAuthorizerStatement(ctx context.Context, env *environment, args []string
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "signed statement (%s %s) written to %s (expires %s)\n", res.Action, res.Name, res.Signed, res.ExpiresAt)
-	})
+	env.print(res)
 	return nil
 }

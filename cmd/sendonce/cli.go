@@ -271,11 +271,14 @@ func (env *environment) setupLog() {
 	env.log = zerolog.New(w).With().Timestamp().Logger()
 }
 
-// print writes a command's result: one JSON object with --json, else text.
-func (env *environment) print(obj any, text func(w io.Writer)) {
+// result is what a command prints: the JSON contract, and a text form for people.
+type result interface{ WriteText(io.Writer) }
+
+// print writes a command's result: one JSON object with --json, else its text.
+func (env *environment) print(obj result) {
 	env.printed = true
 	if !env.jsonOut {
-		text(env.stdout)
+		obj.WriteText(env.stdout)
 		return
 	}
 	enc := json.NewEncoder(env.stdout)
@@ -289,13 +292,15 @@ type errorOutput struct {
 	ExitCode int    `json:"exit_code"`
 }
 
+func (e errorOutput) WriteText(w io.Writer) { fmt.Fprintf(w, "sendonce: %s\n", e.Error) }
+
 // fail reports an error, unless the command printed its result (whose exit code says
 // the rest): as the one JSON object on stdout with --json, else on stderr.
 func (env *environment) fail(err error, code int) {
 	switch {
 	case env.printed:
 	case env.jsonOut:
-		env.print(errorOutput{Error: message(err), ExitCode: code}, nil)
+		env.print(errorOutput{Error: message(err), ExitCode: code})
 	default:
 		fmt.Fprintf(env.stderr, "sendonce: %s\n", message(err))
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,7 +175,7 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open func(c
 	d := &sendonce.Deliverer{Client: c, OpenDesktop: open, OCR: ocr, AfterDurable: env.killpoint}
 	res, err := d.Deliver(ctx, req)
 	if res.Outcome != "" {
-		env.printDelivery(res)
+		env.print(res)
 	}
 	if err != nil {
 		return res, err
@@ -198,24 +197,3 @@ func deliveryExit(res sendonce.DeliveryResult) error {
 	}
 	return nil
 }
-
-func (env *environment) printDelivery(out sendonce.DeliveryResult) {
-	env.print(out, func(w io.Writer) {
-		fmt.Fprintf(w, "outcome: %s\nkey: %s\n", out.Outcome, out.Key)
-		writeStrength(w, out.IdentityStrength)
-		if out.DryRun {
-			fmt.Fprintf(w, "dry run: the gate says %s; the visible title matches: %v; a real run would proceed: %v\n", out.Gate, deref(out.TitleMatches), deref(out.WouldProceed))
-		}
-		if out.Stopped != "" {
-			fmt.Fprintf(w, "stopped: %s\n", out.Stopped)
-		}
-		for _, r := range out.Reasons {
-			fmt.Fprintf(w, "  - %s\n", r)
-		}
-		if out.Evidence != "" {
-			fmt.Fprintf(w, "evidence: %s\n", out.Evidence)
-		}
-	})
-}
-
-func deref(b *bool) bool { return b != nil && *b }

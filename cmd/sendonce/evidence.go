@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce"
-	"github.com/sendonce/sendonce/evidence"
 )
 
 func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) error {
@@ -23,11 +20,9 @@ func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) err
 	}
 	req := sendonce.VerifyRequest{Path: pos[0]}
 	if *pubKey != "" {
-		pub, err := base64.StdEncoding.DecodeString(*pubKey)
-		if err != nil || len(pub) != ed25519.PublicKeySize {
-			return usagef("--public-key must be a base64 ed25519 public key")
+		if req.PublicKey, err = sendonce.ParsePublicKey(*pubKey); err != nil {
+			return err
 		}
-		req.PublicKey = pub
 	}
 	var res sendonce.VerifyResult
 	if env.storePath == "" {
@@ -43,16 +38,7 @@ func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	state := "sealed"
-	if !res.Sealed {
-		state = "NOT SEALED (the attempt may still run, or its process died)"
-	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "verified: %s, %s, %d records, chain head %s\nstore: %s\n", pos[0], state, res.Records, res.ChainHead, res.StoreCheck)
-		if res.IdentityStrength != "strong" {
-			fmt.Fprintf(w, "WEAK identity: the destination was named by its visible title %q only\n", res.Title)
-		}
-	})
+	env.print(res)
 	return nil
 }
 
@@ -95,7 +81,7 @@ func cmdEvidenceReport(ctx context.Context, env *environment, args []string) err
 	}); err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "report written to %s (outcome %s)\n", res.Report, res.Outcome) })
+	env.print(res)
 	return nil
 }
 
@@ -113,7 +99,7 @@ func cmdEvidenceExport(ctx context.Context, env *environment, args []string) err
 		return err
 	}
 	res := sendonce.ExportResult{Archive: *out}
-	env.print(res, func(w io.Writer) { fmt.Fprintf(w, "exported to %s\n", res.Archive) })
+	env.print(res)
 	return nil
 }
 
@@ -127,19 +113,7 @@ func cmdClassify(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.print(c, func(w io.Writer) {
-		fmt.Fprintf(w, "outcome: %s\n", c.Outcome)
-		if c.FailClosed {
-			fmt.Fprintln(w, "(fail closed: the transcript cannot be trusted or is incomplete; this grants nothing)")
-		}
-		for _, r := range c.Reasons {
-			fmt.Fprintf(w, "  - %s\n", r)
-		}
-	})
-	return classificationExit(c)
-}
-
-func classificationExit(c evidence.Classification) error {
+	env.print(c)
 	code := outcomeExit(c.Outcome)
 	if c.FailClosed {
 		code = exitFailClosed

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/sendonce/sendonce"
@@ -55,29 +53,8 @@ func cmdClaim(ctx context.Context, env *environment, args []string) error {
 	if res.Key == "" {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "%s: %s\nkey: %s\n", res.Decision, res.Reason, res.Key)
-		writeStrength(w, res.IdentityStrength)
-		if g := res.Grant; g != nil {
-			fmt.Fprintf(w, "task: %s\ntoken: %d\ndispatch id: %s\nlease expires: %s\n", *task, g.Token, g.DispatchID, g.LeaseExpiresAt)
-		}
-		if a := res.PriorAttempt; a != nil {
-			fmt.Fprintf(w, "earlier attempt: %s by task %s", a.DispatchID, a.Task)
-			if a.Evidence != "" {
-				fmt.Fprintf(w, ", evidence %s", a.Evidence)
-			}
-			fmt.Fprintln(w)
-		}
-	})
+	env.print(res)
 	return err
-}
-
-func writeStrength(w io.Writer, s gate.Strength) {
-	if s == gate.Weak {
-		fmt.Fprintln(w, "identity: WEAK (a visible title; two conversations can show the same title)")
-	} else {
-		fmt.Fprintln(w, "identity: strong (a provider id)")
-	}
 }
 
 // permitFlags are the flags that name an existing permit.
@@ -104,7 +81,7 @@ func boundaryFlag(s string) (gate.Boundary, error) {
 }
 
 // permitCommand runs one operation on a permit and prints its decision.
-func (env *environment) permitCommand(ctx context.Context, pf permitFlags, op func(*sendonce.Client) (sendonce.Decision, error), text func(sendonce.Decision) string) error {
+func (env *environment) permitCommand(ctx context.Context, pf permitFlags, op func(*sendonce.Client) (sendonce.Decision, error)) error {
 	c, err := env.open(ctx)
 	if err != nil {
 		return err
@@ -114,7 +91,7 @@ func (env *environment) permitCommand(ctx context.Context, pf permitFlags, op fu
 	if d.Decision == "" {
 		return err
 	}
-	env.print(d, func(w io.Writer) { fmt.Fprintf(w, "ok: %s\n", text(d)) })
+	env.print(d)
 	return err
 }
 
@@ -130,8 +107,7 @@ func cmdCheck(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Check(ctx, pf.ref, b) },
-		func(sendonce.Decision) string { return fmt.Sprintf("%s may be passed", b) })
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Check(ctx, pf.ref, b) })
 }
 
 func cmdCross(ctx context.Context, env *environment, args []string) error {
@@ -153,7 +129,7 @@ func cmdCross(ctx context.Context, env *environment, args []string) error {
 			env.killpoint("cross")
 		}
 		return d, err
-	}, func(sendonce.Decision) string { return fmt.Sprintf("crossing of %s is durable; act once", b) })
+	})
 }
 
 func cmdRenew(ctx context.Context, env *environment, args []string) error {
@@ -167,8 +143,7 @@ func cmdRenew(ctx context.Context, env *environment, args []string) error {
 	if *lease <= 0 {
 		return usagef("gate renew: --lease must be positive")
 	}
-	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Renew(ctx, pf.ref, *lease) },
-		func(d sendonce.Decision) string { return "lease expires " + d.LeaseExpiresAt.String() })
+	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) { return c.Renew(ctx, pf.ref, *lease) })
 }
 
 func cmdRecord(ctx context.Context, env *environment, args []string) error {
@@ -184,7 +159,7 @@ func cmdRecord(ctx context.Context, env *environment, args []string) error {
 	o := gate.Outcome(*outcome) // checked by the library
 	return env.permitCommand(ctx, pf, func(c *sendonce.Client) (sendonce.Decision, error) {
 		return c.Record(ctx, pf.ref, sendonce.RecordRequest{Outcome: o, Evidence: *evidence, ChainHead: *chainHead})
-	}, func(d sendonce.Decision) string { return "recorded " + string(d.Outcome) })
+	})
 }
 
 func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
@@ -212,9 +187,7 @@ func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "authorized: %s opens revision %d (%s), signed by %s\n", res.Key, res.Revision, res.Ref, res.Authorizer)
-	})
+	env.print(res)
 	return nil
 }
 
@@ -239,8 +212,6 @@ func cmdResolve(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		fmt.Fprintf(w, "resolved: dispatch %s is %s (provider object %s)\n", res.DispatchID, res.Outcome, res.ObjectID)
-	})
+	env.print(res)
 	return nil
 }

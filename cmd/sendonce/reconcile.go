@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 
 	"github.com/sendonce/sendonce"
 )
@@ -30,13 +28,6 @@ func cmdReconcile(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		if len(res.Reconciled) == 0 {
-			fmt.Fprintln(w, "no unknown attempts to reconcile")
-		}
-		for _, r := range res.Reconciled {
-			fmt.Fprintf(w, "%s %s: %s %s\n  %s\n", r.DispatchID, r.Key, r.Result, r.Outcome, r.Detail)
-		}
-	})
+	env.print(res)
 	return nil
 }

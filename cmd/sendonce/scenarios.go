@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -49,10 +48,6 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	td, err := filepath.Abs(*testdata)
 	if err != nil {
 		return err
@@ -60,20 +55,14 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	if _, err := os.Stat(filepath.Join(td, "fixtures")); err != nil {
 		return usagef("scenarios need the repository's testdata folder: give --testdata DIR (%v)", err)
 	}
-	r := scenarios.Runner{Exe: exe, Testdata: td, Env: []string{"OMP_THREAD_LIMIT=1"}}
+	r := scenarios.Runner{Testdata: td, Env: []string{"OMP_THREAD_LIMIT=1"}}
 	rep, err := r.RunSuite(ctx, *only, func(res scenarios.Result) {
 		env.log.Info().Str("scenario", res.Name).Bool("pass", res.Pass).Msg("scenario")
 	})
 	if err != nil {
 		return err
 	}
-	env.print(rep, func(w io.Writer) {
-		for _, r := range rep.Scenarios {
-			mark := map[bool]string{true: "PASS", false: "FAIL"}[r.Pass]
-			fmt.Fprintf(w, "%s  %s\n      expected: %s\n      got:      %s\n", mark, r.Name, r.Expected, r.Got)
-		}
-		fmt.Fprintf(w, "scenarios: %d passed, %d failed\n", len(rep.Scenarios)-rep.Failed(), rep.Failed())
-	})
+	env.print(rep)
 	if n := rep.Failed(); n > 0 {
 		return exitError{1, fmt.Errorf("%d scenario(s) failed", n)}
 	}
@@ -115,27 +104,11 @@ func cmdScenarioHistory(ctx context.Context, env *environment, args []string) er
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	rep, err := scenarios.RunHistory(ctx, cfg, "")
 	if err != nil {
 		return err
 	}
-	cfg.Exe = exe
-	dir, err := os.MkdirTemp("", "sendonce-history-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	rep, err := scenarios.RunHistory(ctx, cfg, dir)
-	if err != nil {
-		return err
-	}
-	env.print(rep, func(w io.Writer) {
-		fmt.Fprintf(w, "rounds %d, processes %d, faults: %d kills, %d pauses past the lease, %d restarts\nsends %d, unknowns resolved by the sends log %d, duplicates %d\n",
-			rep.Rounds, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
-		for _, v := range rep.Violations {
-			fmt.Fprintf(w, "VIOLATION: %s\n", v)
-		}
-	})
+	env.print(rep)
 	if len(rep.Violations) > 0 {
 		return exitError{1, fmt.Errorf("%d violation(s)", len(rep.Violations))}
 	}

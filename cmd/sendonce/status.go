@@ -3,13 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/sendonce/sendonce"
-	"github.com/sendonce/sendonce/gate"
 )
 
 func cmdInit(ctx context.Context, env *environment, args []string) error {
@@ -21,12 +16,11 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if *first != "" {
-		name, pubB64, ok := strings.Cut(*first, "=")
-		pub, err := sendonce.ParsePublicKey(pubB64)
-		if !ok || name == "" || err != nil {
-			return usagef("init: --authorizer must be NAME=PUBLIC_KEY, the key as 'authorizer keygen' prints it")
+		a, err := sendonce.ParseAuthorizerKey(*first)
+		if err != nil {
+			return fmt.Errorf("init --authorizer: %w", err)
 		}
-		req.FirstAuthorizer = &sendonce.AuthorizerKey{Name: name, PublicKey: pub}
+		req.FirstAuthorizer = &a
 	}
 	loc, err := env.storeLocation()
 	if err != nil {
@@ -36,19 +30,7 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		switch {
-		case res.UpgradeNeeded:
-			fmt.Fprintf(w, "store %s has an older schema and was not changed: run 'sendonce init --upgrade' (until then every other command fails closed)\n", res.Store)
-		case res.Upgraded:
-			fmt.Fprintf(w, "store upgraded: %s (schema %d)\n", res.Store, res.SchemaVersion)
-		default:
-			fmt.Fprintf(w, "store ready: %s (schema %d, store id %s)\n", res.Store, res.SchemaVersion, res.StoreID)
-		}
-		if res.Authorizer != "" {
-			fmt.Fprintf(w, "first authorizer: %s\n", res.Authorizer)
-		}
-	})
+	env.print(res)
 	return nil
 }
 
@@ -84,58 +66,6 @@ func (env *environment) report(ctx context.Context, req sendonce.StatusRequest, 
 	if err != nil {
 		return err
 	}
-	env.print(res, func(w io.Writer) {
-		for _, in := range res.Intents {
-			writeIntent(w, in)
-		}
-	})
+	env.print(res)
 	return nil
-}
-
-func writeIntent(w io.Writer, r sendonce.Intent) {
-	fmt.Fprintf(w, "status: %s\n%s\n", r.Status, r.Explanation)
-	if r.Intent == 0 {
-		fmt.Fprintln(w, "(no intent in the store)")
-	}
-	for _, k := range r.Keys {
-		note := ""
-		if k.Strength == gate.Weak {
-			note = "  WEAK: a visible title; two conversations can show the same title"
-		}
-		fmt.Fprintf(w, "key: %s%s\n", k.Key, note)
-	}
-	if r.Revision > 0 {
-		fmt.Fprintf(w, "revision: %d\n", r.Revision)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	for _, a := range r.Attempts {
-		o := "no outcome"
-		if a.Outcome != "" {
-			o = fmt.Sprintf("%s (delivery %s, acceptance %s)", a.Outcome, a.Delivery, a.Acceptance)
-		} else if a.Superseded {
-			o = "superseded before any crossing"
-		}
-		fmt.Fprintf(w, "attempt r%d token %d task %s dispatch %s: %s\n", a.Revision, a.Token, a.Task, a.DispatchID, o)
-		for _, c := range a.Crossings {
-			fmt.Fprintf(w, "  crossed %s at %s\n", c.Boundary, sendonce.Time{Time: c.At})
-		}
-		if a.Evidence != "" {
-			fmt.Fprintf(w, "  evidence: %s\n", a.Evidence)
-		}
-	}
-	for _, e := range r.Events {
-		fmt.Fprintf(w, "%5d %s %-17s", e.Seq, sendonce.Time{Time: e.At}, e.Kind)
-		if e.Task != "" {
-			fmt.Fprintf(w, " task=%s", e.Task)
-		}
-		if e.Token != 0 {
-			fmt.Fprintf(w, " token=%d", e.Token)
-		}
-		for _, k := range slices.Sorted(maps.Keys(e.Detail)) {
-			fmt.Fprintf(w, " %s=%q", k, e.Detail[k])
-		}
-		fmt.Fprintln(w)
-	}
 }
