@@ -81,7 +81,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	}
 	defer in.closeFile()
 	in.staging.prune(time.Now())
-	staged, err := in.staging.stage(in.file, in.name)
+	staged, err := in.staging.stage(in.file, in.name, in.profile.UploadLimitBytes)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
@@ -98,6 +98,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	task := req.Task
 	if task == "" {
 		task = newTaskID()
+	}
+	if err := checkTask(task); err != nil {
+		return DeliveryResult{}, err
 	}
 	lease := req.Lease
 	if lease <= 0 {
@@ -482,6 +485,15 @@ func (d *Deliverer) waitForDisplay(ctx context.Context, display, task string, le
 			return nil, err
 		}
 	}
+}
+
+// checkTask refuses a task id that could not name a folder of its own (a dry run's
+// evidence and snapshot folders are named after it) or a line of a log.
+func checkTask(task string) error {
+	if len(task) > 200 || task == "." || task == ".." || strings.ContainsAny(task, "/\\") || strings.IndexFunc(task, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fieldError("task", fmt.Errorf("%q must be at most 200 characters, with no slash, backslash, space or control character", task))
+	}
+	return nil
 }
 
 func newTaskID() string {

@@ -32,6 +32,9 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if req.Task == "" {
 		return ClaimResult{}, fieldError("task", errors.New("is required"))
 	}
+	if err := checkTask(req.Task); err != nil {
+		return ClaimResult{}, err
+	}
 	if req.Lease < 0 {
 		return ClaimResult{}, fieldError("lease", errors.New("must be positive"))
 	}
@@ -243,11 +246,16 @@ func (c *Client) Resolve(ctx context.Context, req ResolveRequest) (ResolveResult
 }
 
 // ApplyStatement adds or revokes an authorizer with a statement signed by an existing
-// one ('authorizer statement' makes it, on the person's own machine).
-func (c *Client) ApplyStatement(ctx context.Context, signed []byte) (AuthorizerResult, error) {
+// one ('authorizer statement' makes it, on the person's own machine). action, when not
+// "", is what the caller means to do: a statement that says otherwise is refused before
+// anything changes.
+func (c *Client) ApplyStatement(ctx context.Context, signed []byte, action string) (AuthorizerResult, error) {
 	st, err := gate.ParseAuthorizerStatement(signed)
 	if err != nil {
 		return AuthorizerResult{}, err
+	}
+	if action != "" && st.Action != action {
+		return AuthorizerResult{}, gate.Invalidf("the statement says %s %s, not %s: nothing was changed", st.Action, st.Name, action)
 	}
 	if err := c.store.ApplyStatement(ctx, st); err != nil {
 		return AuthorizerResult{}, err

@@ -2,6 +2,7 @@ package sendonce
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -67,15 +68,16 @@ func openStaging(dir string) (stagingArea, error) {
 			return stagingArea{}, gate.Invalidf("staging folder %s: %v", dir, err)
 		}
 	}
-	if err := files.CheckPrivateDir(abs, os.Getuid()); err != nil {
+	real, err := files.CheckPrivateDir(abs, os.Getuid())
+	if err != nil {
 		return stagingArea{}, gate.Invalidf("staging folder %s refused: %v (use a folder only you can write, such as $XDG_STATE_HOME/sendonce/staging)", dir, err)
 	}
-	fi, err := os.Stat(abs)
+	fi, err := os.Stat(real)
 	if err != nil {
 		return stagingArea{}, gate.Invalidf("staging folder %s: %v", dir, err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	return stagingArea{dir: abs, gid: int(st.Gid), groupRead: fi.Mode().Perm()&0o040 != 0}, nil
+	return stagingArea{dir: real, gid: int(st.Gid), groupRead: fi.Mode().Perm()&0o040 != 0}, nil
 }
 
 // pending is a snapshot written and hashed, not yet placed under its dispatch.
@@ -87,13 +89,20 @@ type pending struct {
 
 // stage copies src into a new private file in the staging folder, hashing the bytes it
 // writes.
-func (a stagingArea) stage(src *os.File, name string) (*pending, error) {
+func (a stagingArea) stage(src *os.File, name string, limit int64) (*pending, error) {
 	tmp, err := os.CreateTemp(a.dir, ".incoming-*") // O_CREATE|O_EXCL, 0600
 	if err != nil {
 		return nil, fmt.Errorf("staging folder %s: %w", a.dir, err)
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.NewSectionReader(src, 0, 1<<62))
+	max := int64(1 << 62)
+	if limit > 0 {
+		max = limit + 1 // a file that grew past the limit since it was checked is refused
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.NewSectionReader(src, 0, max))
+	if err == nil && limit > 0 && n > limit {
+		err = gate.Invalidf("%s grew past the app's upload limit of %d bytes while it was copied", src.Name(), limit)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -102,6 +111,9 @@ func (a stagingArea) stage(src *os.File, name string) (*pending, error) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		if errors.Is(err, gate.ErrInvalid) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("copying %s into the staging folder: %w", src.Name(), err)
 	}
 	p := &pending{area: a, tmp: tmp.Name(), snapshot: snapshot{Name: name, Size: n}}
@@ -172,6 +184,12 @@ func (a stagingArea) prune(now time.Time) {
 		return
 	}
 	for _, e := range es {
+		if strings.HasPrefix(e.Name(), ".incoming-") { // left by a crash between stage and place
+			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > 24*time.Hour {
+				os.Remove(filepath.Join(a.dir, e.Name()))
+			}
+			continue
+		}
 		if !e.IsDir() || !dispatchFolder.MatchString(e.Name()) {
 			continue
 		}
@@ -191,6 +209,8 @@ func checkTypedName(name string) error {
 		return gate.Invalidf("the file name %q is not valid UTF-8: rename the file", name)
 	}
 	switch {
+	case name == "." || name == "..":
+		return gate.Invalidf("%q is not a file name", name)
 	case strings.HasPrefix(name, "~"):
 		return gate.Invalidf("the file name %q starts with ~, which a file chooser expands to a home folder: rename the file", name)
 	case strings.TrimSpace(name) != name:

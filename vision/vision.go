@@ -251,7 +251,7 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		frame, err := rd.Screen.Capture(ctx, r)
 		if err != nil {
 			if ctx.Err() != nil {
-				return last, fmt.Errorf("%w: %q within %v", ErrNotFound, a.Text, timeout)
+				return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
 			}
 			return last, fmt.Errorf("capturing %v: %w", r, err)
 		}
@@ -262,7 +262,7 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 			look, err := rd.ReadFrame(ctx, frame, r, prep, a.Mode)
 			if err != nil {
 				if ctx.Err() != nil {
-					return last, fmt.Errorf("%w: %q within %v", ErrNotFound, a.Text, timeout)
+					return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
 				}
 				return last, err
 			}

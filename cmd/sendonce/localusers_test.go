@@ -130,6 +130,12 @@ func TestLocalUserStagingTraps(t *testing.T) {
 			mkdirOwned(t, filepath.Dir(d), 0, 0o777)
 			mkdirOwned(t, d, victimUID, 0o700)
 		}, "writable by"},
+		{"another user's link to our own private folder (it could be re-pointed after the check)", filepath.Join(shared, "their-link"), func(d string) {
+			ours := filepath.Join(victim.home, "private-staging")
+			mkdirOwned(t, ours, victimUID, 0o700)
+			os.Symlink(ours, d)
+			os.Lchown(d, attackerUID, attackerUID)
+		}, "owned by uid"},
 		{"a link planted where the staging folder goes", filepath.Join(shared, "linked"), func(d string) {
 			target := filepath.Join(shared, "attacker-target")
 			mkdirOwned(t, target, attackerUID, 0o777)

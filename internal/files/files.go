@@ -19,41 +19,51 @@ var ErrUnsafe = errors.New("unsafe path")
 // itself is owned by uid and not writable by group or others, and every folder above
 // it, up to /, is owned by uid or root and not writable by group or others, except a
 // sticky-bit folder such as /tmp (where others cannot rename or remove what is not
-// theirs). The path is checked as given and as its links resolve. dir must exist.
-func CheckPrivateDir(dir string, uid int) error {
+// theirs). The path is checked as given, every link on it included (a link must be
+// uid's or root's: another user could point it elsewhere after the check), and as its
+// links resolve. It returns the resolved path: use that one from then on, so that
+// nothing is looked up again through a name. dir must exist.
+func CheckPrivateDir(dir string, uid int) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return err
+		return "", err
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%w: %s is not a folder", ErrUnsafe, dir)
+		return "", fmt.Errorf("%w: %s is not a folder", ErrUnsafe, dir)
 	}
 	if err := checkOwn(real, fi, uid, false); err != nil {
-		return err
+		return "", err
+	}
+	if lfi, err := os.Lstat(abs); err != nil {
+		return "", err
+	} else if lfi.Mode()&fs.ModeSymlink != 0 {
+		if err := checkOwn(abs, lfi, uid, true); err != nil { // the link itself
+			return "", err
+		}
 	}
 	for _, p := range []string{abs, real} {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 			fi, err := os.Lstat(d)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if err := checkOwn(d, fi, uid, true); err != nil {
-				return err
+				return "", err
 			}
 			if d == "/" {
 				break
 			}
 		}
 	}
-	return nil
+	return real, nil
 }
 
 // checkOwn checks one folder (or a link in the chain): its owner is uid (or root, for an

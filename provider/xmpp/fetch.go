@@ -101,15 +101,37 @@ func hostname(hostport string) string {
 	return hostport
 }
 
-// checkPublicAddress refuses an address that is not globally routable.
+// notPublic are ranges that netip does not call private or local but that are not
+// the public internet either, or that carry an IPv4 address inside an IPv6 one.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT (and Tailscale)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: an IPv4 address inside
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("2001::/32"),       // Teredo: an IPv4 address inside
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("2002::/16"),       // 6to4: an IPv4 address inside
+}
+
+// checkPublicAddress refuses an address that is not on the public internet.
 func checkPublicAddress(address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("cannot check the address %q", address)
 	}
 	a := ap.Addr().Unmap()
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || !a.IsGlobalUnicast() {
-		return fmt.Errorf("the link leads to %s, a loopback, private or link-local address (allow_private_addresses is off)", a)
+	bad := a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || !a.IsGlobalUnicast()
+	for _, p := range notPublic {
+		bad = bad || p.Contains(a)
+	}
+	if bad {
+		return fmt.Errorf("the link leads to %s, a loopback, private, link-local or otherwise non-public address (allow_private_addresses is off)", a)
 	}
 	return nil
 }

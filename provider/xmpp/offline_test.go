@@ -355,7 +355,8 @@ func TestFetchOnlyFromTheUploadService(t *testing.T) {
 	if hits.Load() != 0 {
 		t.Errorf("%d refused downloads reached the server", hits.Load())
 	}
-	for _, bad := range []string{"127.0.0.1:443", "10.1.2.3:443", "192.168.0.1:443", "169.254.1.1:443", "[::1]:443", "[fe80::1]:443", "[fd00::1]:443", "0.0.0.0:443", "[::ffff:127.0.0.1]:443"} {
+	for _, bad := range []string{"127.0.0.1:443", "10.1.2.3:443", "192.168.0.1:443", "169.254.1.1:443", "[::1]:443", "[fe80::1]:443", "[fd00::1]:443", "0.0.0.0:443", "[::ffff:127.0.0.1]:443",
+		"100.100.1.1:443", "198.18.0.1:443", "240.0.0.1:443", "[64:ff9b::a00:1]:443", "[2002:a00:1::1]:443", "[2001:0:a00:1::1]:443"} {
 		if err := checkPublicAddress(bad); err == nil {
 			t.Errorf("%s passed as public", bad)
 		}

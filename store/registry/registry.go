@@ -103,7 +103,7 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	if err != nil {
 		return Opened{}, err
 	}
-	if err := checkFile(l.Path); err != nil {
+	if l.Path, err = checkFile(l.Path); err != nil {
 		return Opened{}, err
 	}
 	b, err := sqlite.Open(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
@@ -114,18 +114,20 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 }
 
 // checkFile applies the file rules to an existing store (a missing one is left to the
-// backend, which says it is not initialized).
-func checkFile(path string) error {
+// backend, which says it is not initialized), and returns the path through the store
+// folder's resolved path.
+func checkFile(path string) (string, error) {
 	if _, err := os.Lstat(path); os.IsNotExist(err) {
-		return nil
+		return path, nil
 	}
 	if err := files.CheckPrivateFile(path, os.Getuid()); err != nil {
-		return fmt.Errorf("%w: the store %s is refused: %v", store.ErrUnavailable, path, err)
+		return "", fmt.Errorf("%w: the store %s is refused: %v", store.ErrUnavailable, path, err)
 	}
-	if err := files.CheckPrivateDir(filepath.Dir(path), os.Getuid()); err != nil {
-		return fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
+	dir, err := files.CheckPrivateDir(filepath.Dir(path), os.Getuid())
+	if err != nil {
+		return "", fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
 	}
-	return nil
+	return filepath.Join(dir, filepath.Base(path)), nil
 }
 
 // Initialized is what Create did.
@@ -151,9 +153,11 @@ func Create(ctx context.Context, loc string, opt Options, upgrade bool) (Initial
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Initialized{}, fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 	}
-	if err := files.CheckPrivateDir(dir, os.Getuid()); err != nil {
+	real, err := files.CheckPrivateDir(dir, os.Getuid())
+	if err != nil {
 		return Initialized{}, fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
 	}
+	l.Path = filepath.Join(real, filepath.Base(l.Path)) // no name is looked up again through a link
 	sopt := sqlite.Options{LockTimeout: opt.LockTimeout}
 	if _, err := os.Lstat(l.Path); os.IsNotExist(err) {
 		b, err := sqlite.Create(ctx, l.Path, sopt)
@@ -162,7 +166,7 @@ func Create(ctx context.Context, loc string, opt Options, upgrade bool) (Initial
 		}
 		return Initialized{Opened: opened(b, l), Created: true}, nil
 	}
-	if err := checkFile(l.Path); err != nil {
+	if _, err := checkFile(l.Path); err != nil {
 		return Initialized{}, err
 	}
 	b, err := sqlite.Open(ctx, l.Path, sopt)

@@ -54,11 +54,15 @@ func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
 	}
 	f.Close()
 	b, err := open(path, opt, "rw")
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if err = b.migrate(ctx, migrateCreate); err != nil {
+			b.db.Close()
+		}
 	}
-	if err := b.migrate(ctx, true); err != nil {
-		b.db.Close()
+	if err != nil {
+		os.Remove(path) // ours, just made: a failed init leaves nothing to refuse later
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
 		return nil, err
 	}
 	return b, nil
@@ -68,20 +72,29 @@ func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
 // a schema older than this program's is store.ErrUpgradeNeeded (only Upgrade migrates),
 // and one newer than it knows is an error too.
 func Open(ctx context.Context, path string, opt Options) (*Backend, error) {
-	return openExisting(ctx, path, opt, false)
+	return openExisting(ctx, path, opt, migrateNone)
 }
 
 // Upgrade opens an existing store and migrates it to this program's schema; it reports
 // the schema it found.
 func Upgrade(ctx context.Context, path string, opt Options) (*Backend, int, error) {
-	b, err := openExisting(ctx, path, opt, true)
+	b, err := openExisting(ctx, path, opt, migrateUpgrade)
 	if err != nil {
 		return nil, 0, err
 	}
 	return b, b.foundVersion, nil
 }
 
-func openExisting(ctx context.Context, path string, opt Options, upgrade bool) (*Backend, error) {
+// migration modes: what migrate may do with the schema it finds.
+type migration int
+
+const (
+	migrateNone    migration = iota // open: only this program's schema
+	migrateCreate                   // a new file: create the whole schema
+	migrateUpgrade                  // an older sendonce schema: migrate it (never a file that is not a store)
+)
+
+func openExisting(ctx context.Context, path string, opt Options, mode migration) (*Backend, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -97,7 +110,7 @@ func openExisting(ctx context.Context, path string, opt Options, upgrade bool) (
 	if err != nil {
 		return nil, err
 	}
-	if err := b.migrate(ctx, upgrade); err != nil {
+	if err := b.migrate(ctx, mode); err != nil {
 		b.db.Close()
 		return nil, err
 	}
@@ -270,7 +283,19 @@ func bindCurrentKeys(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			continue // the current scheme refuses the identity: no current key can name it
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)",
+		var bound int64
+		err = tx.QueryRowContext(ctx, "SELECT intent_id FROM keys WHERE key = ?", up.String()).Scan(&bound)
+		switch {
+		case err == nil && bound != r.intent:
+			// Two spellings v1 kept apart are one destination now. Which intent the key
+			// belongs to is for a person to decide: stop, and name them.
+			return fmt.Errorf("the v1 keys of intents %d and %d name one destination under %s (%s): the store cannot be upgraded until a person settles which delivery it is; nothing was changed", bound, r.intent, gate.KeyVersion, up)
+		case err == nil:
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)",
 			up.String(), r.intent, up.Version(), r.strength, r.at); err != nil {
 			return err
 		}
@@ -278,7 +303,7 @@ func bindCurrentKeys(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-func (b *Backend) migrate(ctx context.Context, create bool) error {
+func (b *Backend) migrate(ctx context.Context, mode migration) error {
 	var version int
 	if err := b.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("reading %s: %w", b.path, err)
@@ -290,9 +315,9 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 		return fmt.Errorf("%s has schema version %d, newer than this sendonce knows (%d): upgrade sendonce", b.path, version, len(ms))
 	case version == len(ms):
 		return nil
-	case version == 0 && !create:
+	case version == 0 && mode != migrateCreate:
 		return fmt.Errorf("%s: %w", b.path, store.ErrNotInitialized)
-	case !create:
+	case mode == migrateNone:
 		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.path, version, len(ms), store.ErrUpgradeNeeded)
 	}
 	if version == 0 {
