@@ -74,3 +74,29 @@ func TestUpgradeNeverReopensAKey(t *testing.T) {
 		t.Errorf("status of a v1 key after the upgrade: exit %d %v", code, m)
 	}
 }
+
+// TestUpgradeStopsOnTwoSpellings: the v1 release kept xmpp:bob@xn--bcher-kva.example
+// (claimed, never crossed: free once its lease ran out) and xmpp:bob@bücher.example
+// (delivered) as two intents (testdata/stores/v1-two-spellings.db). Under v2 they are one
+// destination; binding the v2 key to the free one would reopen the delivered one, so the
+// upgrade stops, names both, and changes nothing.
+func TestUpgradeStopsOnTwoSpellings(t *testing.T) {
+	src, err := os.ReadFile("../../testdata/stores/v1-two-spellings.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "s.db")
+	os.WriteFile(store, src, 0o600)
+	var stdout bytes.Buffer
+	env := &environment{stdout: &stdout, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
+	code := run(context.Background(), []string{"--json", "--store", store, "init", "--upgrade"}, env)
+	var m map[string]any
+	json.Unmarshal(stdout.Bytes(), &m)
+	if code != exitFailClosed || !strings.Contains(str(m, "error"), "one destination") {
+		t.Fatalf("init --upgrade with two v1 spellings of one destination: exit %d %v; want 5 naming them", code, m)
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"--json", "--store", store, "init"}, env); code != exitOK || !strings.Contains(stdout.String(), `"upgrade_needed":true`) {
+		t.Fatalf("after the refused upgrade: exit %d %s; want the store unchanged (upgrade still needed)", code, stdout.String())
+	}
+}
