@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -28,7 +30,7 @@ func Export(dir string, w io.Writer) error {
 	tw := tar.NewWriter(zw)
 	top := filepath.Base(filepath.Clean(dir))
 	for _, rel := range names {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		b, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)), maxFileBytes(rel))
 		if err != nil {
 			return err
 		}
@@ -46,14 +48,25 @@ func Export(dir string, w io.Writer) error {
 	return zw.Close()
 }
 
-// maxArchive bounds what Unpack extracts, so a hostile archive cannot fill the disk.
-const maxArchive = 1 << 30
+// maxArchive bounds what Unpack extracts, so a hostile archive cannot fill the disk;
+// maxEntries bounds how many files it may hold.
+const (
+	maxArchive = 1 << 30
+	maxEntries = 20000
+)
 
 // Unpack extracts an exported archive into a new folder under dest and returns the
 // bundle's folder. It accepts only regular files under one top folder, with no absolute
 // paths, no "..", no links.
 func Unpack(archive, dest string) (string, error) {
-	f, err := os.Open(archive)
+	fi, err := os.Lstat(archive)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", invalid("%s is %s, not an archive", archive, describeMode(fi.Mode()))
+	}
+	f, err := os.OpenFile(archive, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
@@ -65,7 +78,7 @@ func Unpack(archive, dest string) (string, error) {
 	tr := tar.NewReader(zr)
 	top := ""
 	var total int64
-	for {
+	for entries := 0; ; entries++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -85,14 +98,22 @@ func Unpack(archive, dest string) (string, error) {
 		}
 		top = first
 		total += hdr.Size
-		if total > maxArchive {
+		switch {
+		case entries >= maxEntries:
+			return "", invalid("archive holds more than %d files", maxEntries)
+		case hdr.Size < 0 || hdr.Size > maxFileBytes(rest):
+			return "", invalid("archive entry %s is %d bytes, more than a bundle file may hold", hdr.Name, hdr.Size)
+		case total > maxArchive:
 			return "", invalid("archive is larger than %d bytes", maxArchive)
 		}
 		target := filepath.Join(dest, first, filepath.FromSlash(rest))
 		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
 			return "", err
 		}
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
+		if errors.Is(err, fs.ErrExist) {
+			return "", invalid("archive entry %s appears twice", hdr.Name)
+		}
 		if err != nil {
 			return "", invalid("archive entry %s: %v", hdr.Name, err)
 		}
@@ -114,10 +135,23 @@ func Unpack(archive, dest string) (string, error) {
 	return dir, nil
 }
 
+// maxFileBytes is the cap for a bundle file by its name.
+func maxFileBytes(rel string) int64 {
+	switch rel {
+	case "manifest.json":
+		return maxManifestBytes
+	case "seal.json":
+		return maxSealBytes
+	case "steps.jsonl":
+		return maxStepsBytes
+	}
+	return maxFrameBytes
+}
+
 // Open verifies a bundle folder, or an exported .tar.gz archive unpacked into a
 // temporary folder that cleanup removes.
 func Open(pathname string, opt VerifyOptions) (b *Bundle, cleanup func(), err error) {
-	fi, err := os.Stat(pathname)
+	fi, err := os.Lstat(pathname)
 	if err != nil {
 		return nil, func() {}, invalid("%v", err)
 	}

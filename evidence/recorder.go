@@ -274,9 +274,9 @@ func hashFiles(dir string) (map[string]string, error) {
 		case rel == "seal.json":
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path, maxFileBytes(rel))
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, rel, err)
 		}
 		files[rel] = sum(b)
 		return nil

@@ -9,7 +9,6 @@ import (
 	"image"
 	_ "image/png" // frames are PNG
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,7 +60,7 @@ func WriteReport(w io.Writer, b *Bundle, c Classification) error {
 		}
 		ocr := r.OCR
 		if r.OCRRef != "" {
-			ob, err := os.ReadFile(filepath.Join(b.Dir, "ocr", r.OCRRef+".json"))
+			ob, err := readRegular(filepath.Join(b.Dir, "ocr", r.OCRRef+".json"), maxFrameBytes)
 			if err == nil {
 				json.Unmarshal(ob, &ocr)
 			}
@@ -100,7 +99,7 @@ func WriteReport(w io.Writer, b *Bundle, c Classification) error {
 }
 
 func loadFrame(dir, label, hash string) (frameView, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "frames", hash+".png"))
+	b, err := readRegular(filepath.Join(dir, "frames", hash+".png"), maxFrameBytes)
 	if err != nil {
 		return frameView{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -55,7 +56,10 @@ func invalid(format string, args ...any) error {
 // signature. It fails with the first problem named.
 func Verify(dir string, opt VerifyOptions) (*Bundle, error) {
 	b := &Bundle{Dir: dir}
-	mb, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return nil, invalid("%s is %s, not a bundle folder (name the folder itself)", dir, describeMode(fi.Mode()))
+	}
+	mb, err := readRegular(filepath.Join(dir, "manifest.json"), maxManifestBytes)
 	if err != nil {
 		return nil, invalid("manifest.json: %v", err)
 	}
@@ -67,7 +71,7 @@ func Verify(dir string, opt VerifyOptions) (*Bundle, error) {
 	}
 	b.Heads = []string{sum(mb)}
 
-	sb, err := os.ReadFile(filepath.Join(dir, "steps.jsonl"))
+	sb, err := readRegular(filepath.Join(dir, "steps.jsonl"), maxStepsBytes)
 	if err != nil {
 		return nil, invalid("steps.jsonl: %v", err)
 	}
@@ -182,7 +186,7 @@ func checkFiles(dir string, referenced map[string]bool) error {
 		}
 		present[rel] = true
 		if strings.HasPrefix(rel, "frames/") || strings.HasPrefix(rel, "ocr/") {
-			content, err := os.ReadFile(path)
+			content, err := readRegular(path, maxFrameBytes)
 			if err != nil {
 				return invalid("%s: %v", rel, err)
 			}
@@ -210,8 +214,8 @@ func checkFiles(dir string, referenced map[string]bool) error {
 }
 
 func (b *Bundle) checkSeal(opt VerifyOptions) error {
-	sb, err := os.ReadFile(filepath.Join(b.Dir, "seal.json"))
-	if os.IsNotExist(err) {
+	sb, err := readRegular(filepath.Join(b.Dir, "seal.json"), maxSealBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		if opt.PublicKey != nil {
 			return invalid("the bundle is not sealed, so it carries no signature")
 		}
