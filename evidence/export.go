@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -66,73 +65,93 @@ func Unpack(archive, dest string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", invalid("%s is %s, not an archive", archive, describeMode(fi.Mode()))
 	}
-	f, err := os.OpenFile(archive, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// First every entry is checked, and nothing is written; then it is extracted.
+	top := ""
+	seen := map[string]bool{}
+	var total int64
+	err = eachEntry(archive, func(hdr *tar.Header, _ io.Reader) error {
+		name := path.Clean(hdr.Name)
+		first, rest, _ := strings.Cut(name, "/")
+		total += hdr.Size
+		switch {
+		case hdr.Typeflag != tar.TypeReg:
+			return invalid("archive entry %s is not a regular file", hdr.Name)
+		case path.IsAbs(name) || strings.HasPrefix(name, "..") || rest == "" || strings.Contains(rest, ".."):
+			return invalid("archive entry %s has an unsafe path", hdr.Name)
+		case top != "" && first != top:
+			return invalid("archive holds more than one bundle")
+		case seen[name]:
+			return invalid("archive entry %s appears twice", hdr.Name)
+		case len(seen) >= maxEntries:
+			return invalid("archive holds more than %d files", maxEntries)
+		case hdr.Size < 0 || hdr.Size > maxFileBytes(rest):
+			return invalid("archive entry %s is %d bytes, more than a bundle file may hold", hdr.Name, hdr.Size)
+		case total > maxArchive:
+			return invalid("archive is larger than %d bytes", maxArchive)
+		}
+		top, seen[name] = first, true
+		return nil
+	})
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return "", invalid("%s is not a gzip archive: %v", archive, err)
+	if top == "" {
+		return "", invalid("archive %s is empty", archive)
 	}
-	tr := tar.NewReader(zr)
-	top := ""
-	var total int64
-	for entries := 0; ; entries++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", invalid("%s is truncated or unreadable: %v", archive, err)
-		}
-		name := path.Clean(hdr.Name)
-		first, rest, _ := strings.Cut(name, "/")
-		switch {
-		case hdr.Typeflag != tar.TypeReg:
-			return "", invalid("archive entry %s is not a regular file", hdr.Name)
-		case path.IsAbs(name) || strings.HasPrefix(name, "..") || rest == "" || strings.Contains(rest, ".."):
-			return "", invalid("archive entry %s has an unsafe path", hdr.Name)
-		case top != "" && first != top:
-			return "", invalid("archive holds more than one bundle")
-		}
-		top = first
-		total += hdr.Size
-		switch {
-		case entries >= maxEntries:
-			return "", invalid("archive holds more than %d files", maxEntries)
-		case hdr.Size < 0 || hdr.Size > maxFileBytes(rest):
-			return "", invalid("archive entry %s is %d bytes, more than a bundle file may hold", hdr.Name, hdr.Size)
-		case total > maxArchive:
-			return "", invalid("archive is larger than %d bytes", maxArchive)
-		}
+	err = eachEntry(archive, func(hdr *tar.Header, content io.Reader) error {
+		first, rest, _ := strings.Cut(path.Clean(hdr.Name), "/")
 		target := filepath.Join(dest, first, filepath.FromSlash(rest))
 		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
-			return "", err
+			return err
 		}
 		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
-		if errors.Is(err, fs.ErrExist) {
-			return "", invalid("archive entry %s appears twice", hdr.Name)
-		}
 		if err != nil {
-			return "", invalid("archive entry %s: %v", hdr.Name, err)
+			return invalid("archive entry %s: %v", hdr.Name, err)
 		}
-		_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+		_, err = io.Copy(out, io.LimitReader(content, hdr.Size))
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return "", invalid("archive entry %s is truncated or unreadable: %v", hdr.Name, err)
+			return invalid("archive entry %s is truncated or unreadable: %v", hdr.Name, err)
 		}
-	}
-	if top == "" {
-		return "", invalid("archive %s is empty", archive)
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Join(dest, top)
 	for _, sub := range []string{"frames", "ocr"} {
 		os.MkdirAll(filepath.Join(dir, sub), dirMode) // empty folders are not archived
 	}
 	return dir, nil
+}
+
+// eachEntry reads the archive's entries in order (the file opened without following a
+// link), stopping at the first error fn returns.
+func eachEntry(archive string, fn func(*tar.Header, io.Reader) error) error {
+	f, err := os.OpenFile(archive, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return invalid("%s is not a gzip archive: %v", archive, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return invalid("%s is truncated or unreadable: %v", archive, err)
+		}
+		if err := fn(hdr, tr); err != nil {
+			return err
+		}
+	}
 }
 
 // maxFileBytes is the cap for a bundle file by its name.

@@ -144,10 +144,8 @@ func TestHostileArchives(t *testing.T) {
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Unpack: %v; want ErrInvalid saying %q", err, tc.want)
 			}
-			if tc.name != "too many entries" && tc.name != "the same entry twice" {
-				if es, _ := os.ReadDir(dest); len(es) != 0 {
-					t.Fatalf("Unpack wrote %d entries before refusing", len(es))
-				}
+			if es, _ := os.ReadDir(dest); len(es) != 0 {
+				t.Fatalf("Unpack wrote %d entries before refusing", len(es))
 			}
 		})
 	}
