@@ -105,11 +105,11 @@ func SignAuthorization(req SignRequest) (SignResult, error) {
 	if err != nil {
 		return SignResult{}, fieldError("key", err)
 	}
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
+	nonce, err := newNonce()
+	if err != nil {
 		return SignResult{}, err
 	}
-	a := gate.Authorization{StoreID: req.StoreID, Key: k, Revision: req.Revision, Nonce: hex.EncodeToString(nonce[:]), ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Name}
+	a := gate.Authorization{StoreID: req.StoreID, Key: k, Revision: req.Revision, Nonce: nonce, ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Name}
 	a.Sign(req.PrivateKey)
 	b, err := gate.MarshalAuthorization(a)
 	if err != nil {
@@ -138,12 +138,12 @@ type StatementRequest struct {
 
 // SignStatement signs an authorizer statement and writes it to Out.
 func SignStatement(req StatementRequest) (SignResult, error) {
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
+	nonce, err := newNonce()
+	if err != nil {
 		return SignResult{}, err
 	}
 	st := gate.AuthorizerStatement{StoreID: req.StoreID, Action: req.Action, Name: req.Name, PublicKey: req.PublicKey,
-		Nonce: hex.EncodeToString(nonce[:]), ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Signer}
+		Nonce: nonce, ExpiresAt: req.ExpiresAt.Truncate(time.Second), Signer: req.Signer}
 	st.Sign(req.PrivateKey)
 	b, err := gate.MarshalAuthorizerStatement(st)
 	if err != nil {
@@ -156,6 +156,15 @@ func SignStatement(req StatementRequest) (SignResult, error) {
 		return SignResult{}, err
 	}
 	return SignResult{Signed: req.Out, StoreID: st.StoreID, Action: st.Action, Name: st.Name, ExpiresAt: at(st.ExpiresAt), Nonce: st.Nonce}, nil
+}
+
+// newNonce is a signed file's one-use random nonce.
+func newNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 func writeSigned(path string, b []byte) error {

@@ -52,6 +52,13 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 	if err != nil {
 		return ReconcileResult{}, err
 	}
+	// The staging folder is checked once; a folder that fails the rules is left alone.
+	var staging *stagingArea
+	if req.Staging != "" {
+		if area, err := openStaging(req.Staging); err == nil {
+			staging = &area
+		}
+	}
 	out := ReconcileResult{Reconciled: []Reconciled{}}
 	for _, a := range attempts {
 		ks := keys[a.IntentID]
@@ -59,10 +66,8 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 			continue
 		}
 		r := c.reconcileOne(ctx, ns, p, a, ks)
-		if r.Result == "resolved" && req.Staging != "" {
-			if area, err := openStaging(req.Staging); err == nil {
-				area.remove(a.DispatchID)
-			}
+		if r.Result == "resolved" && staging != nil {
+			staging.remove(a.DispatchID)
 		}
 		c.info("reconcile", Event{Key: r.Key, DispatchID: r.DispatchID, Detail: r.Result + " " + r.Outcome})
 		out.Reconciled = append(out.Reconciled, r)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"strings"
@@ -85,14 +86,15 @@ func (f *signerFlags) register(fs interface {
 	fs.StringVar(&f.out, "out", "", "where to write the signed `FILE`")
 }
 
-func (f *signerFlags) check(cmd string) error {
+// key checks the flags and reads the signer's private key.
+func (f *signerFlags) key(cmd string) (ed25519.PrivateKey, error) {
 	if f.storeID == "" || f.name == "" || f.privFile == "" || f.out == "" {
-		return usagef("%s: --store-id, --name, --private-key and --out are required", cmd)
+		return nil, usagef("%s: --store-id, --name, --private-key and --out are required", cmd)
 	}
 	if f.expires <= 0 {
-		return usagef("%s: --expires must be positive", cmd)
+		return nil, usagef("%s: --expires must be positive", cmd)
 	}
-	return nil
+	return sendonce.ReadPrivateKey(f.privFile)
 }
 
 func cmdAuthorizerSign(ctx context.Context, env *environment, args []string) error {
@@ -104,13 +106,10 @@ func cmdAuthorizerSign(ctx context.Context, env *environment, args []string) err
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := sf.check("authorizer sign"); err != nil {
-		return err
-	}
 	if *keyFlag == "" || *revision < 1 {
 		return usagef("authorizer sign: --key and --revision (1 or more) are required")
 	}
-	priv, err := sendonce.ReadPrivateKey(sf.privFile)
+	priv, err := sf.key("authorizer sign")
 	if err != nil {
 		return err
 	}
@@ -132,9 +131,6 @@ func cmdAuthorizerStatement(ctx context.Context, env *environment, args []string
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := sf.check("authorizer statement"); err != nil {
-		return err
-	}
 	req := sendonce.StatementRequest{StoreID: sf.storeID, Action: *action, Name: *target, Signer: sf.name, ExpiresAt: time.Now().Add(sf.expires), Out: sf.out}
 	switch {
 	case *target == "":
@@ -150,7 +146,7 @@ func cmdAuthorizerStatement(ctx context.Context, env *environment, args []string
 	case *action != "revoke":
 		return usagef("authorizer statement: --action must be add or revoke")
 	}
-	priv, err := sendonce.ReadPrivateKey(sf.privFile)
+	priv, err := sf.key("authorizer statement")
 	if err != nil {
 		return err
 	}
