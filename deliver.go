@@ -172,7 +172,8 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
 	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: req.Destination.Title,
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
-		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname()}
+		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(),
+		Profile: &evidence.ProfileUse{Source: in.profile.Source, Text: in.profile.Text}}
 	rec, err := evidence.Create(bundleDir, m, nil)
 	if err != nil {
 		removeSnapshot(snap)
@@ -393,7 +394,7 @@ func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evide
 	if err != nil {
 		cl = evidence.FailClosed(err)
 	} else {
-		cl = evidence.Classify(evidence.Transcript{Manifest: b.Manifest, Records: b.Records, Complete: true})
+		cl = evidence.Classify(evidence.Transcript{Manifest: b.Manifest, Records: b.Records, Complete: true, Profile: b.Profile})
 	}
 	req := store.RecordRequest{Outcome: cl.Outcome, Evidence: rec.Dir(), ChainHead: head}
 	if cl.Outcome == gate.SentVerified {

@@ -31,6 +31,12 @@ type Profile struct {
 	SizesShown bool `json:"sizes_shown"`
 	// SentItemTimeout bounds the look for the sent item after the send.
 	SentItemTimeout Duration `json:"sent_item_timeout"`
+	// Confirm is how the screen shows a sent item of ours, finished. Without it no
+	// screen read can confirm a delivery (only the provider can).
+	Confirm *Confirm `json:"confirm,omitempty"`
+	// SendPageMark is text that shows while the send page is open: the final read after
+	// a stop reads the send page's items only then.
+	SendPageMark *Mark `json:"send_page_mark,omitempty"`
 	// Phases, in order. open_picker, choose_file and send are the gate's boundaries:
 	// choose_file holds exactly one may_submit step and send exactly one submit step.
 	Clean            []Step `json:"clean"`
@@ -40,6 +46,18 @@ type Profile struct {
 	Send             []Step `json:"send"`
 	// Dismiss closes the send page without sending (Escape only), after a stop.
 	Dismiss []Step `json:"dismiss"`
+
+	// Text is the profile as written, and Source where it came from ("built-in"): the
+	// evidence bundle records both.
+	Text   []byte `json:"-"`
+	Source string `json:"-"`
+}
+
+// Mark is text that shows in a region while something is on screen.
+type Mark struct {
+	Text   string      `json:"text"`
+	Region Region      `json:"region"`
+	Prep   vision.Prep `json:"prep"`
 }
 
 // Read is a region of the app window and how to read it.
@@ -166,7 +184,12 @@ func LoadProfile(app string) (*Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unknown app %q (known: %s)", app, strings.Join(KnownApps(), ", "))
 	}
-	return ParseProfile(b)
+	p, err := ParseProfile(b)
+	if err != nil {
+		return nil, err
+	}
+	p.Source = "built-in"
+	return p, nil
 }
 
 // KnownApps lists the built-in profiles.
@@ -187,12 +210,18 @@ func ParseProfile(b []byte) (*Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
+	p.Text = b
 	return &p, p.validate()
 }
 
 func (p *Profile) validate() error {
 	if p.App == "" || p.Process == "" {
 		return fmt.Errorf("profile: app and process are required")
+	}
+	if p.Confirm != nil {
+		if err := p.Confirm.validate(p.App); err != nil {
+			return err
+		}
 	}
 	phases := []struct {
 		name  string

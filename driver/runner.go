@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"regexp"
-	"strings"
+		"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"
@@ -79,6 +78,13 @@ func (r *Runner) kill(name string) {
 // leaves the result to the evidence (unknown unless confirmed).
 func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 	err := r.deliver(ctx)
+	if err != nil && !r.crossed && r.window.ID != 0 {
+		// not_sent needs proof: a last look, after every action, at the chat and the
+		// send page. It reads the screen only, so it runs even when ctx was cancelled.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalReadTimeout)
+		r.finalReads(fctx)
+		cancel()
+	}
 	res := Result{Crossed: r.crossed}
 	if err != nil {
 		res.Stopped = err.Error()
@@ -104,11 +110,13 @@ func (r *Runner) deliver(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.checkTitle(ctx); err != nil {
-		return err
-	}
+	// The chat is read before the title is judged: even a stop at a wrong title then
+	// has a first read to compare the final one with.
 	before, err := r.observeItems(ctx, "before_send")
 	if err != nil {
+		return err
+	}
+	if err := r.checkTitle(ctx); err != nil {
 		return err
 	}
 
@@ -135,6 +143,21 @@ func (r *Runner) deliver(ctx context.Context) error {
 	r.kill("send_pressed")
 	r.kill("looking")
 	return r.lookForSentItem(ctx, before)
+}
+
+// finalReadTimeout bounds the last look after a stop.
+const finalReadTimeout = 10 * time.Second
+
+// finalReads records the chat and the send page as they are after a stop. A read that
+// fails leaves its record out, and the evidence then cannot show not_sent.
+func (r *Runner) finalReads(ctx context.Context) {
+	if _, err := r.observeItems(ctx, "final"); err != nil {
+		r.progress("%-10s %-32s failed: %v", "safe", "read the chat at the end", err)
+		return
+	}
+	if err := r.observeSendPage(ctx, "final"); err != nil {
+		r.progress("%-10s %-32s failed: %v", "safe", "read the send page at the end", err)
+	}
 }
 
 // findWindow picks the app's main window by process, title and visibility, and refuses
@@ -550,17 +573,15 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 // conversation): it reads until the title is the expected one twice in a row, or until
 // the deadline, and then judges the last reading.
 func (r *Runner) checkTitle(ctx context.Context) error {
-	t := r.Profile.Title
-	region := t.Region.In(r.window.Bounds)
+	region := r.Profile.Title.Region.In(r.window.Bounds)
 	var got string
 	var look vision.Look
 	deadline := time.Now().Add(4 * time.Second)
 	for agreed := 0; agreed < 2; {
-		l, err := r.Reader.Read(ctx, region, t.Prep, t.OCRMode())
+		text, l, err := r.readTitle(ctx)
 		if err != nil {
 			return err
 		}
-		text := lineText(l.Words)
 		if text == r.Vars.Title {
 			agreed++
 		} else {
@@ -588,6 +609,16 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 	return nil
 }
 
+// readTitle reads the conversation's visible title once.
+func (r *Runner) readTitle(ctx context.Context) (string, vision.Look, error) {
+	t := r.Profile.Title
+	l, err := r.Reader.Read(ctx, t.Region.In(r.window.Bounds), t.Prep, t.OCRMode())
+	if err != nil {
+		return "", vision.Look{}, err
+	}
+	return lineText(l.Words), l, nil
+}
+
 func lineText(ws []vision.Word) string {
 	var parts []string
 	for _, l := range vision.Lines(ws) {
@@ -598,74 +629,92 @@ func lineText(ws []vision.Word) string {
 	return strings.Join(parts, " ")
 }
 
-// sizePattern finds a displayed file size ("17 B", "1.2 kB", "3,4 MiB").
-var sizePattern = regexp.MustCompile(`\b\d+(?:[.,]\d+)?\s?(?:B|bytes|kB|KB|KiB|MB|MiB|GB|GiB)\b`)
-
-// items finds the file items OCR shows: each run of words that reads as the file name,
-// with the size shown on the same line or just below it (a file card).
-func (r *Runner) items(ws []vision.Word) []evidence.Item {
-	lines := vision.Lines(ws)
-	var out []evidence.Item
-	for _, l := range lines {
-		name, ok := nameIn(l.Text, r.Vars.FileName)
-		if !ok {
-			continue
-		}
-		it := evidence.Item{Name: name} // as read: the classifier matches it again
-		rest := strings.Replace(l.Text, name, "", 1)
-		if m := sizePattern.FindString(rest); m != "" {
-			it.Size = m
-		} else {
-			it.Size = sizeBelow(lines, l)
-		}
-		out = append(out, it)
-	}
-	return out
-}
-
-// sizeBelow finds a displayed size in the lines just below a name line and overlapping
-// it horizontally: where a file card shows it.
-func sizeBelow(lines []vision.Line, name vision.Line) string {
-	h := max(name.Box.Dy(), 8)
-	for _, l := range lines {
-		below := l.Box.Min.Y >= name.Box.Min.Y+h/2 && l.Box.Min.Y <= name.Box.Max.Y+2*h
-		overlaps := l.Box.Min.X < name.Box.Max.X+4*h && l.Box.Max.X > name.Box.Min.X-4*h
-		if below && overlaps {
-			if m := sizePattern.FindString(l.Text); m != "" {
-				return m
-			}
-		}
-	}
-	return ""
-}
-
-// nameIn finds the file name in a line of OCR text, as read (OCR may confuse 1 and l,
-// 0 and O, and split a word at a ligature): the run of words that matches it.
-func nameIn(line, name string) (string, bool) {
-	words, want := strings.Fields(line), len(strings.Fields(name))
-	for n := want; n <= want+2; n++ {
-		for i := 0; i+n <= len(words); i++ {
-			got := strings.Join(words[i:i+n], " ")
-			if evidence.NameMatches(got, name) {
-				return got, true
-			}
-		}
-	}
-	return "", false
-}
-
+// observeItems reads the chat for items named like the file, the conversation's title
+// and whether the view is at its end, and records what it read.
 func (r *Runner) observeItems(ctx context.Context, phase string) ([]evidence.Item, error) {
+	o, err := r.readChat(ctx, phase)
+	if err != nil {
+		return nil, err
+	}
+	return o.Items, r.recordChat(o)
+}
+
+// chatRead is one read of the chat, not yet recorded.
+type chatRead struct {
+	phase   string
+	look    vision.Look
+	end     *image.RGBA // the end-blank region's capture, when the profile has one
+	endRect image.Rectangle
+	title   string
+	Items   []evidence.Item
+	atEnd   bool
+}
+
+func (r *Runner) readChat(ctx context.Context, phase string) (chatRead, error) {
 	c := r.Profile.Chat
 	region := c.Region.In(r.window.Bounds)
 	look, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
 	if err != nil {
-		return nil, err
+		return chatRead{}, err
 	}
-	items := r.items(look.Words)
-	h, _ := r.Rec.Frame(look.Frame)
-	_, err = r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for sent items", After: h, OCR: ocrWords(h, region, look.Words),
-		Observed: &evidence.Observation{What: "sent_items", Phase: phase, DispatchID: r.dispatchID(), Title: r.Vars.Title, Items: items}})
-	return items, err
+	out := chatRead{phase: phase, look: look, Items: r.items(look)}
+	if cf := r.confirm(); cf != nil {
+		out.endRect = cf.EndBlank.In(r.window.Bounds)
+		if out.end, err = r.Driver.Capture(ctx, out.endRect); err != nil {
+			return chatRead{}, err
+		}
+		out.atEnd = blank(out.end)
+	}
+	if out.title, _, err = r.readTitle(ctx); err != nil {
+		return chatRead{}, err
+	}
+	return out, nil
+}
+
+func (r *Runner) recordChat(o chatRead) error {
+	h, _ := r.Rec.Frame(o.look.Frame)
+	ocr := ocrWords(h, o.look.Region, o.look.Words)
+	if o.end != nil {
+		eh, _ := r.Rec.Frame(o.end)
+		ocr = append(ocr, evidence.OCRRegion{Frame: eh, Region: box(o.endRect)}) // no words: blank or not is in the frame
+	}
+	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for sent items", After: h, OCR: ocr,
+		Observed: &evidence.Observation{What: "sent_items", Phase: o.phase, DispatchID: r.dispatchID(), Title: o.title, Items: o.Items,
+			SizesShown: r.Profile.SizesShown, AtBottom: o.atEnd}})
+	return err
+}
+
+// observeSendPage records whether the send page is open and which items named like the
+// file it holds.
+func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
+	var items []evidence.Item
+	var ocr []evidence.OCRRegion
+	after := ""
+	open := true
+	if m := r.Profile.SendPageMark; m != nil {
+		region := m.Region.In(r.window.Bounds)
+		look, err := r.Reader.Read(ctx, region, m.Prep, vision.Sparse)
+		if err != nil {
+			return err
+		}
+		after, _ = r.Rec.Frame(look.Frame)
+		ocr = ocrWords(after, region, look.Words)
+		_, _, open = vision.FindPhrase(look.Words, m.Text)
+	}
+	if open {
+		p := r.Profile.SendPage
+		region := p.Region.In(r.window.Bounds)
+		look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+		if err != nil {
+			return err
+		}
+		items = r.items(look)
+		after, _ = r.Rec.Frame(look.Frame)
+		ocr = append(ocr, ocrWords(after, region, look.Words)...)
+	}
+	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "read the send page", After: after, OCR: ocr,
+		Observed: &evidence.Observation{What: "send_page_items", Phase: phase, DispatchID: r.dispatchID(), Items: items}})
+	return err
 }
 
 // checkSendPage verifies that the send page holds exactly one item, ours.
@@ -676,7 +725,7 @@ func (r *Runner) checkSendPage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	items := r.items(look.Words)
+	items := r.items(look)
 	sizes := sizePattern.FindAllString(lineText(look.Words), -1)
 	h, _ := r.Rec.Frame(look.Frame)
 	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "check the send page", After: h, OCR: ocrWords(h, region, look.Words),
@@ -700,40 +749,63 @@ func (r *Runner) dismiss(ctx context.Context) {
 	}
 }
 
-// lookForSentItem waits for a new item with the file's name (more of them than before
-// the send), and records what it saw last. Not finding one is not an error: the
-// evidence then reads as unknown.
+// lookForSentItem waits for a new finished item of ours with the file's name (more of
+// them than before the send), then reads again after the profile's settle time: the
+// classifier confirms only an item held in two reads that far apart. It records those
+// reads, or the last one. Not finding one is not an error: the evidence then reads as
+// unknown.
 func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) error {
-	c := r.Profile.Chat
-	region := c.Region.In(r.window.Bounds)
 	timeout := r.Profile.SentItemTimeout.Duration
 	if timeout <= 0 {
 		timeout = 20 * time.Second
 	}
+	settle := time.Duration(0)
+	if c := r.confirm(); c != nil {
+		settle = c.Settle.Duration
+	}
 	start := time.Now()
-	var look vision.Look
-	var items []evidence.Item
-	for {
-		l, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
+	var last *chatRead
+	held := false
+	for !held {
+		o, err := r.readChat(ctx, "after_send")
 		if err == nil {
-			look, items = l, r.items(l.Words)
-			if countSized(items, r.Vars.Size, r.Profile.SizesShown) > countSized(before, r.Vars.Size, false) {
-				break
+			last = &o
+			if r.showsNew(o, before) {
+				if err := r.recordChat(o); err != nil {
+					return err
+				}
+				last = nil
+				sleep(ctx, settle)
+				if o2, err := r.readChat(ctx, "after_send"); err == nil {
+					last, held = &o2, r.showsNew(o2, before)
+				}
 			}
 		}
-		if time.Since(start) > timeout || ctx.Err() != nil {
+		if held || time.Since(start) > timeout || ctx.Err() != nil {
 			break
 		}
 		sleep(ctx, 300*time.Millisecond)
 	}
-	h := ""
-	if look.Frame != nil {
-		h, _ = r.Rec.Frame(look.Frame)
+	var err error
+	n := 0
+	if last != nil {
+		err, n = r.recordChat(*last), len(last.Items)
 	}
-	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for the sent item", After: h, OCR: ocrWords(h, region, look.Words),
-		Observed: &evidence.Observation{What: "sent_items", Phase: "after_send", DispatchID: r.dispatchID(), Title: r.Vars.Title, Items: items, SizesShown: r.Profile.SizesShown}})
-	r.progress("%-10s %-32s %d item(s) named %s, %d before (%.1fs)", "safe", "look for the sent item", len(items), r.Vars.FileName, len(before), time.Since(start).Seconds())
+	r.progress("%-10s %-32s %d item(s) named %s, %d before, held %v (%.1fs)", "safe", "look for the sent item", n, r.Vars.FileName, len(before), held, time.Since(start).Seconds())
 	return err
+}
+
+// showsNew is the runner's cue to stop looking: more finished items of ours with the
+// file's size than items that could have been ours before, with the view at its end.
+// The classifier decides from the records, with its own rules.
+func (r *Runner) showsNew(o chatRead, before []evidence.Item) bool {
+	n := 0
+	for _, it := range o.Items {
+		if it.Ours && it.Finished && evidence.SizeMatches(it.Size, r.Vars.Size) && (it.Size != "" || !r.Profile.SizesShown) {
+			n++
+		}
+	}
+	return o.atEnd && o.title == r.Vars.Title && n > countSized(before, r.Vars.Size, false)
 }
 
 func countSized(items []evidence.Item, size int64, needSize bool) int {

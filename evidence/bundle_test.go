@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/gate"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
@@ -72,26 +73,27 @@ func buildIntact(t *testing.T, dir string) {
 	chosen, chosenWords := frame("Bob", "report.txt 17 B", "Cancel Send Files")
 	mustAppend(t, r, Record{Kind: KindStep, Intent: "choose file", Class: MaySubmit, Target: &Target{Method: "chooser_path"}, Inputs: []Input{KeyInput("ctrl+l"), TypedPath("/var/lib/sendonce/staging/ab/report.txt"), KeyInput("Return")}, Before: page})
 	mustAppend(t, r, Record{Kind: KindResult, Step: 5, After: chosen, OCR: []OCRRegion{{Frame: chosen, Region: Box{0, 40, 480, 260}, Words: chosenWords[1:]}}})
-	mustAppend(t, r, Record{Kind: KindObserve, Before: chat, Observed: &Observation{What: "sent_items", Phase: "before_send", DispatchID: testDispatch, Title: "Bob"}})
+	mustAppend(t, r, Record{Kind: KindObserve, Before: chat, Observed: &Observation{What: "sent_items", Phase: "before_send", DispatchID: testDispatch, Title: "Bob", AtBottom: true}})
 	mustAppend(t, r, Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "send", Token: 7, Decision: "crossed"}})
 	sendBox := chosenWords[len(chosenWords)-2]
 	mustAppend(t, r, Record{Kind: KindStep, Intent: "press send", Class: Submit, Target: &Target{Method: "ocr_anchor", Words: []string{"Send", "Files"}, Box: &sendBox.Box, Confidence: 91}, Inputs: []Input{ClickInput(sendBox.Box.X+10, sendBox.Box.Y+6)}, Before: chosen})
 	sent, sentWords := frame("Bob", "hello there", "report.txt 17 B")
 	mustAppend(t, r, Record{Kind: KindResult, Step: 9, After: sent})
-	mustAppend(t, r, Record{Kind: KindObserve, Intent: "look for the sent item", After: sent, OCR: []OCRRegion{{Frame: sent, Region: Box{0, 40, 480, 260}, Words: sentWords[3:]}},
-		Observed: &Observation{What: "sent_items", Phase: "after_send", DispatchID: testDispatch, Title: "Bob", Items: []Item{{Name: "report.txt", Size: "17 B"}}}})
-	c := Classify(Transcript{Manifest: r.seqManifest(t), Records: readRecords(t, dir), Complete: true})
-	if _, err := r.Seal(string(c.Outcome), c.Reasons, testSigner); err != nil {
-		t.Fatal(err)
+	for i := 0; i < 2; i++ { // two reads 500ms apart: the item held for the settle time
+		mustAppend(t, r, Record{Kind: KindObserve, Intent: "look for the sent item", After: sent, OCR: []OCRRegion{{Frame: sent, Region: Box{0, 40, 480, 260}, Words: sentWords[3:]}},
+			Observed: &Observation{What: "sent_items", Phase: "after_send", DispatchID: testDispatch, Title: "Bob", AtBottom: true, Items: []Item{{Name: "report.txt", Size: "17 B", Y: 109, Ours: true, Finished: true}}}})
+		if i == 0 {
+			mustAppend(t, r, Record{Kind: KindObserve, Intent: "read the conversation title", After: sent, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
+		}
 	}
-}
-
-func (r *Recorder) seqManifest(t *testing.T) Manifest {
-	b, err := Verify(r.dir, VerifyOptions{})
+	b, err := Verify(dir, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Manifest
+	c := Classify(Transcript{Manifest: b.Manifest, Records: b.Records, Complete: true, Profile: b.Profile})
+	if _, err := r.Seal(string(c.Outcome), c.Reasons, testSigner); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func readRecords(t *testing.T, dir string) []Record {
@@ -192,6 +194,9 @@ func tamperCases() []struct {
 		{"wrong-signature", "wrong signature", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "seal.json"), `"outcome": "sent_verified"`, `"outcome": "not_sent"`)
 		}},
+		{"edited-profile", "profile.json was edited", func(t *testing.T, dir string) {
+			editFile(t, filepath.Join(dir, "profile.json"), `"400ms"`, `"1ms"`)
+		}},
 		{"edited-manifest", "does not chain", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "manifest.json"), `"task": "task-1"`, `"task": "task-2"`)
 		}},
@@ -202,8 +207,9 @@ func tamperCases() []struct {
 // bundle verifies, and each tamper folder fails with its problem named.
 func TestBundles(t *testing.T) {
 	intact := filepath.Join(bundlesDir, "intact")
-	if *update {
-		os.RemoveAll(bundlesDir)
+	if *update { // testdata/bundles/v1 holds bundles of the older format: never rewritten
+		os.RemoveAll(intact)
+		os.RemoveAll(filepath.Join(bundlesDir, "tampered"))
 		buildIntact(t, intact)
 		for _, tc := range tamperCases() {
 			dir := filepath.Join(bundlesDir, "tampered", tc.name)
@@ -215,7 +221,7 @@ func TestBundles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("intact bundle: %v", err)
 	}
-	if !b.Sealed() || len(b.Records) != 11 || ClassifyBundle(b).Outcome != "sent_verified" {
+	if !b.Sealed() || len(b.Records) != 13 || ClassifyBundle(b).Outcome != "sent_verified" || b.Seal.KeyID != "ws-test" {
 		t.Fatalf("intact bundle: sealed %v, %d records, %s", b.Sealed(), len(b.Records), ClassifyBundle(b).Outcome)
 	}
 	other := ed25519.NewKeyFromSeed(make([]byte, 32)).Public().(ed25519.PublicKey)
@@ -234,6 +240,24 @@ func TestBundles(t *testing.T) {
 				t.Fatalf("verify: %v; want an error naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOlderFormatStillVerifies: a bundle written in format v1 (before the recorded
+// profile and the workstation key) still verifies, with its signature; it classifies
+// by today's rules, and with no recorded profile no screen read can confirm it, so the
+// delivery it once called sent_verified reads send_status_unknown now.
+func TestOlderFormatStillVerifies(t *testing.T) {
+	dir := filepath.Join(bundlesDir, "v1", "intact")
+	b, err := Verify(dir, VerifyOptions{PublicKey: testSigner.Public().(ed25519.PublicKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Manifest.Format != FormatV1 || b.Seal.Outcome != "sent_verified" || b.Profile != nil {
+		t.Fatalf("format %s, sealed as %s, profile %q", b.Manifest.Format, b.Seal.Outcome, b.Profile)
+	}
+	if c := ClassifyBundle(b); c.Outcome != gate.SendStatusUnknown || c.FailClosed {
+		t.Fatalf("classified %+v", c)
 	}
 }
 

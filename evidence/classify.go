@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/sendonce/sendonce/gate"
 )
@@ -15,12 +17,14 @@ type Classification struct {
 	FailClosed bool `json:"fail_closed,omitempty"`
 }
 
-// Transcript is what the classifier reads: the attempt and its records, and whether the
-// record is complete (sealed, or closed by the process that wrote it).
+// Transcript is what the classifier reads: the attempt and its records, whether the
+// record is complete (sealed, or closed by the process that wrote it), and the text of
+// the profile that drove the app, as the bundle recorded it.
 type Transcript struct {
 	Manifest Manifest
 	Records  []Record
 	Complete bool
+	Profile  []byte
 }
 
 // FailClosed is the classification of a transcript that cannot be trusted.
@@ -29,173 +33,464 @@ func FailClosed(err error) Classification {
 		Reasons: []string{fmt.Sprintf("fail closed: %v; nothing it says can free the key", err)}}
 }
 
-// Classify decides an attempt's outcome from its records, deterministically:
+// Rules are what the classifier takes from the recorded profile.
+type Rules struct {
+	// Settle is how far apart two reads of a sent item must be for the item to count
+	// as held: an item shown once may still be withdrawn.
+	Settle time.Duration
+	// SizesShown: the app shows every item's size, so a sent item counts only with its
+	// size read and matching.
+	SizesShown bool
+}
+
+// ParseRules reads the classifier's rules from a profile's text. A profile without a
+// settle time cannot confirm anything by screen (nil rules, no error).
+func ParseRules(profile []byte) (*Rules, error) {
+	if len(profile) == 0 {
+		return nil, nil
+	}
+	var p struct {
+		SizesShown bool `json:"sizes_shown"`
+		Confirm    *struct {
+			Settle string `json:"settle"`
+		} `json:"confirm"`
+	}
+	if err := json.Unmarshal(profile, &p); err != nil {
+		return nil, fmt.Errorf("the recorded profile is unreadable: %v", err)
+	}
+	if p.Confirm == nil || p.Confirm.Settle == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(p.Confirm.Settle)
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("the recorded profile's confirm.settle %q is not a positive duration", p.Confirm.Settle)
+	}
+	return &Rules{Settle: d, SizesShown: p.SizesShown}, nil
+}
+
+// The closed vocabulary: every enumerated value the classifier reads. Anything else
+// fails closed, never falls through as "nothing happened".
+var (
+	gateActions   = set("claim", "check", "cross", "renew", "record")
+	gateDecisions = set("ok", "refused", "crossed")
+	boundaries    = set("", string(gate.OpenPicker), string(gate.ChooseFile), string(gate.Send))
+	observed      = set("sent_items", "conversation_title", "send_page_items")
+	phases        = set("", "before_send", "after_send", "final")
+	lookupResults = set("found", "absent", "cant_tell")
+	inputKinds    = set("key", "click", "type_text", "type_path")
+	labels        = set(string(gate.NotSent), string(gate.SentVerified), string(gate.SendStatusUnknown), string(gate.SentRejected))
+)
+
+func set(vs ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+// checkVocabulary names the first value outside the closed vocabulary.
+func checkVocabulary(r Record) error {
+	bad := func(what, v string) error { return fmt.Errorf("record %d has unknown %s %q", r.Seq, what, v) }
+	if !knownKind(r.Kind) {
+		return bad("kind", string(r.Kind))
+	}
+	if r.Class != "" && !knownClass(r.Class) || r.Kind == KindStep && r.Class == "" {
+		return bad("boundary class", string(r.Class))
+	}
+	for _, in := range r.Inputs {
+		if !inputKinds[in.Kind] {
+			return bad("input kind", in.Kind)
+		}
+	}
+	switch {
+	case r.Kind == KindGate && r.Gate == nil:
+		return fmt.Errorf("record %d is a gate record with no decision", r.Seq)
+	case r.Kind == KindObserve && r.Observed == nil:
+		return fmt.Errorf("record %d observes nothing", r.Seq)
+	case r.Kind == KindLookup && r.Lookup == nil:
+		return fmt.Errorf("record %d is a lookup with no answer", r.Seq)
+	}
+	if g := r.Gate; g != nil {
+		switch {
+		case !gateActions[g.Action]:
+			return bad("gate action", g.Action)
+		case !gateDecisions[g.Decision]:
+			return bad("gate decision", g.Decision)
+		case !boundaries[g.Boundary]:
+			return bad("boundary", g.Boundary)
+		}
+	}
+	if o := r.Observed; o != nil {
+		switch {
+		case !observed[o.What]:
+			return bad("observation", o.What)
+		case !phases[o.Phase]:
+			return bad("observation phase", o.Phase)
+		case o.What == "sent_items" && o.Phase == "":
+			return fmt.Errorf("record %d reads sent items in no phase", r.Seq)
+		}
+	}
+	if l := r.Lookup; l != nil && !lookupResults[l.Result] {
+		return bad("lookup result", l.Result)
+	}
+	if r.Kind == KindLabel && !labels[r.Label] {
+		return bad("label", r.Label)
+	}
+	return nil
+}
+
+// Classify decides an attempt's outcome from its records, deterministically, by these
+// principles:
 //
-//   - sent_rejected: a confirmation for this dispatch shows the wrong bytes or the
-//     wrong recipient;
-//   - sent_verified: a confirmation bound to this dispatch: a provider lookup that
-//     found this dispatch's object with the content's SHA-256, or, after the send step,
-//     a sent item with the expected name (and size where shown) that was not there
-//     before it;
-//   - send_status_unknown: a may_submit or submit step began, or a crossing was
-//     recorded, and nothing confirms;
-//   - not_sent: the transcript is complete and no may_submit or submit step began.
+//   - Monotone in side effects. Whatever shows that something may have been sent keeps
+//     the outcome away from not_sent, whatever a record's kind or a step's class says:
+//     a may_submit or submit step that began, a crossing, any input after the first of
+//     those, input on a record that announces no step, a send page holding our file, a
+//     new item named like ours in the chat. Input of safe steps before the first
+//     crossing does not count: a wrong title still stops as not_sent.
+//   - not_sent needs positive proof: a complete transcript, no side effect, and, when
+//     anything was done on screen, a final read of the chat and of the send page after
+//     the last action.
+//   - Confirmation by screen needs a real before/after comparison for this dispatch:
+//     items that are ours and finished (as the recorded profile's marks showed them),
+//     more of them than any read before the send, the lowest item of the conversation
+//     named like ours, the view at its end in every read, and two such reads at least
+//     the recorded profile's settle time apart. Confirmation by provider needs this
+//     dispatch's object with the content's SHA-256.
+//   - sent_rejected needs the provider's word: this dispatch's object with other bytes
+//     or another recipient. A screen never rejects (a misread title is not proof).
+//   - Closed vocabulary: an unknown kind, class, action, decision, boundary, phase,
+//     result or label fails closed.
 //
-// Labels the transcript carries about itself never decide. Proof bound to another
-// dispatch never counts.
+// Labels the transcript carries about itself never decide.
 func Classify(t Transcript) Classification {
 	m := t.Manifest
-	var c Classification
-	why := func(seq int, format string, args ...any) {
-		c.Reasons = append(c.Reasons, fmt.Sprintf("record %d: ", seq)+fmt.Sprintf(format, args...))
-	}
-	if m.Format != Format {
+	if !knownFormat(m.Format) {
 		return FailClosed(fmt.Errorf("unknown transcript format %q", m.Format))
 	}
 	if m.DispatchID == "" {
 		return FailClosed(fmt.Errorf("the transcript names no dispatch id, so no proof can be bound to it"))
 	}
-
-	mayHaveSubmitted := false
-	sendSeq := 0 // the first submit step
-	var beforeSend *Observation
-	confirmed, rejected := false, false
+	rules, err := ParseRules(t.Profile)
+	if err != nil {
+		return FailClosed(err)
+	}
 	for i, r := range t.Records {
 		if r.Seq != i+1 {
 			return FailClosed(fmt.Errorf("record %d is out of sequence", i+1))
 		}
-		switch r.Kind {
-		case KindStep:
-			switch r.Class {
-			case MaySubmit, Submit:
-				if !mayHaveSubmitted {
-					why(r.Seq, "%q is %s and began: something may have been sent", r.Intent, r.Class)
-				}
-				mayHaveSubmitted = true
-				if r.Class == Submit && sendSeq == 0 {
-					sendSeq = r.Seq
-				}
-			case Safe:
-			default:
-				return FailClosed(fmt.Errorf("record %d has unknown boundary class %q", r.Seq, r.Class))
-			}
-		case KindGate:
-			if r.Gate != nil && r.Gate.Decision == "crossed" {
-				if !mayHaveSubmitted {
-					why(r.Seq, "the gate recorded a crossing of %s", r.Gate.Boundary)
-				}
-				mayHaveSubmitted = true
-			}
-		case KindObserve:
-			o := r.Observed
-			if o == nil || o.What != "sent_items" && o.What != "conversation_title" && o.What != "send_page_items" {
-				if o == nil {
-					return FailClosed(fmt.Errorf("record %d observes nothing", r.Seq))
-				}
-				return FailClosed(fmt.Errorf("record %d observes unknown %q", r.Seq, o.What))
-			}
-			if o.What != "sent_items" {
-				continue
-			}
-			if o.DispatchID != m.DispatchID {
-				why(r.Seq, "sent items observed for dispatch %q, not this one (%s): proof borrowed from another attempt does not count", o.DispatchID, m.DispatchID)
-				continue
-			}
-			switch {
-			case o.Phase == "before_send" && (sendSeq == 0 || r.Seq < sendSeq):
-				beforeSend = o
-			case o.Phase == "after_send" && sendSeq != 0 && r.Seq > sendSeq:
-				if beforeSend == nil {
-					why(r.Seq, "sent items were read after the send but never before it, so no item can be shown to be new")
-					continue
-				}
-				// Before the send an item whose size could not be read counts (it may be
-				// ours); after it, only an item with everything shown matching does.
-				before, after := countMatching(beforeSend.Items, m, false), countMatching(o.Items, m, o.SizesShown)
-				switch {
-				case after > before && m.Title != "" && o.Title != "" && o.Title != m.Title:
-					rejected = true
-					why(r.Seq, "a new item %q appeared in the conversation titled %q, not %q: delivered to the wrong recipient", m.FileName, o.Title, m.Title)
-				case after > before:
-					confirmed = true
-					why(r.Seq, "after the send, %d item(s) named %q with a matching size, %d before: a new sent item confirms this dispatch", after, m.FileName, before)
-				case after > 0:
-					why(r.Seq, "an item named %q is there, but it was there before the send: an older item proves nothing", m.FileName)
-				default:
-					why(r.Seq, "no new item named %q could be read after the send", m.FileName)
-				}
-			default:
-				why(r.Seq, "sent items observed in phase %q out of order with the send step: ignored", o.Phase)
-			}
-		case KindLookup:
-			l := r.Lookup
-			if l == nil {
-				return FailClosed(fmt.Errorf("record %d is a lookup with no answer", r.Seq))
-			}
-			if l.DispatchID != m.DispatchID {
-				why(r.Seq, "a %s lookup for dispatch %q, not this one: ignored", l.Provider, l.DispatchID)
-				continue
-			}
-			switch l.Result {
-			case "found":
-				switch {
-				case l.SHA256 != m.ContentSHA256:
-					rejected = true
-					why(r.Seq, "%s holds object %s for this dispatch with SHA-256 %.12s…, not the content's %.12s…: wrong bytes", l.Provider, l.ObjectID, l.SHA256, m.ContentSHA256)
-				case l.Recipient != "" && l.Recipient != m.Identity:
-					rejected = true
-					why(r.Seq, "%s delivered object %s to %s, not %s: wrong recipient", l.Provider, l.ObjectID, l.Recipient, m.Identity)
-				default:
-					confirmed = true
-					why(r.Seq, "%s holds object %s for this dispatch with the content's SHA-256: confirmed", l.Provider, l.ObjectID)
-				}
-			case "absent":
-				why(r.Seq, "%s reports no such object (authoritative: %v); absence never frees a key by itself", l.Provider, l.Authoritative)
-			case "cant_tell":
-				why(r.Seq, "%s could not tell", l.Provider)
-			default:
-				return FailClosed(fmt.Errorf("record %d has unknown lookup result %q", r.Seq, l.Result))
-			}
-		case KindLabel:
-			why(r.Seq, "the executor's own label %q is ignored: side-effect evidence decides", r.Label)
-		case KindResult:
-			if r.Error != "" {
-				why(r.Seq, "step %d ended with an error: %s", r.Step, r.Error)
-			}
-		default:
-			return FailClosed(fmt.Errorf("record %d has unknown kind %q", r.Seq, r.Kind))
+		if err := checkVocabulary(r); err != nil {
+			return FailClosed(err)
 		}
 	}
-
-	switch {
-	case rejected:
-		c.Outcome = gate.SentRejected
-	case confirmed:
-		c.Outcome = gate.SentVerified
-	case mayHaveSubmitted:
-		c.Outcome = gate.SendStatusUnknown
-		c.Reasons = append(c.Reasons, "no confirmation bound to this dispatch: the result is unknown and the key stays consumed")
-	case !t.Complete:
-		c = FailClosed(fmt.Errorf("the transcript is incomplete (not sealed), so it cannot prove that nothing was sent"))
-		c.Reasons = append(c.Reasons, "no may_submit or submit step was recorded before it ends")
-	default:
-		c.Outcome = gate.NotSent
-		c.Reasons = append(c.Reasons, "the transcript is complete and no may_submit or submit step began: nothing was sent")
+	j := &judge{m: m, rules: rules, steps: map[int]Record{}, baseline: -1}
+	for _, r := range t.Records {
+		j.read(r)
 	}
-	return c
+	j.confirmByScreen()
+	return j.decide(t.Complete)
 }
 
-func countMatching(items []Item, m Manifest, needSize bool) int {
+// judge reads a transcript's records in order.
+type judge struct {
+	m     Manifest
+	rules *Rules
+	c     Classification
+	steps map[int]Record // step records by seq
+
+	sideEffect bool
+	crossedAt  int // the first crossing, or may_submit or submit step (0: none)
+	sendAt     int // the first submit step
+	lastAct    int // the last record that acted or may have: a step, or input
+	// baseline is how many items named like ours the first read of sent items showed;
+	// -1 before that read.
+	baseline   int
+	finalChat  int // the last final read of the chat
+	finalPage  int // the last final read of the send page
+	before     []readAt
+	after      []readAt
+	confirmed  bool
+	rejected   bool
+}
+
+type readAt struct {
+	seq  int
+	mono int64
+	o    *Observation
+}
+
+func (j *judge) why(seq int, format string, args ...any) {
+	j.c.Reasons = append(j.c.Reasons, fmt.Sprintf("record %d: ", seq)+fmt.Sprintf(format, args...))
+}
+
+// effect marks a possible side effect; the first one is named.
+func (j *judge) effect(seq int, format string, args ...any) {
+	if !j.sideEffect {
+		j.why(seq, format, args...)
+	}
+	j.sideEffect = true
+}
+
+func (j *judge) read(r Record) {
+	if r.Kind == KindStep || len(r.Inputs) > 0 {
+		j.lastAct = r.Seq
+	}
+	if r.Class == MaySubmit || r.Class == Submit {
+		what := "step"
+		if r.Kind != KindStep {
+			what = string(r.Kind) + " record"
+		}
+		j.effect(r.Seq, "%s %q is %s: something may have been sent", what, r.Intent, r.Class)
+		if j.crossedAt == 0 {
+			j.crossedAt = r.Seq
+		}
+		if r.Class == Submit && j.sendAt == 0 {
+			j.sendAt = r.Seq
+		}
+	}
+	if len(r.Inputs) > 0 {
+		switch {
+		case j.crossedAt != 0:
+			j.effect(r.Seq, "input sent after the first crossing (record %d)", j.crossedAt)
+		case r.Kind != KindStep && r.Kind != KindResult:
+			j.effect(r.Seq, "input sent on a %s record, which announces no step: it may have submitted", r.Kind)
+		case r.Kind == KindResult:
+			if s, ok := j.steps[r.Step]; !ok || s.Class != Safe {
+				j.effect(r.Seq, "input sent in the result of record %d, which is no safe step before it", r.Step)
+			}
+		}
+	}
+	switch r.Kind {
+	case KindStep:
+		j.steps[r.Seq] = r
+	case KindGate:
+		if r.Gate.Decision == "crossed" {
+			j.effect(r.Seq, "the gate recorded a crossing of %s", r.Gate.Boundary)
+			if j.crossedAt == 0 {
+				j.crossedAt = r.Seq
+			}
+		}
+	case KindObserve:
+		j.observe(r)
+	case KindLookup:
+		j.lookup(r)
+	case KindLabel:
+		j.why(r.Seq, "the executor's own label %q is ignored: side-effect evidence decides", r.Label)
+	case KindResult:
+		if r.Error != "" {
+			j.why(r.Seq, "step %d ended with an error: %s", r.Step, r.Error)
+		}
+	}
+}
+
+func (j *judge) observe(r Record) {
+	o := r.Observed
+	switch o.What {
+	case "send_page_items":
+		if n := j.named(o.Items); n > 0 {
+			j.effect(r.Seq, "the send page holds %d item(s) named %q: it may have been sent", n, j.m.FileName)
+		}
+		if o.Phase == "final" {
+			j.finalPage = r.Seq
+		}
+	case "sent_items":
+		n := j.named(o.Items)
+		switch {
+		case j.baseline < 0 && len(j.before)+len(j.after) == 0 && o.Phase == "before_send":
+			j.baseline = n
+		case n > max(j.baseline, 0):
+			j.effect(r.Seq, "the chat shows %d item(s) named %q, more than the %d of the first read: one may be ours", n, j.m.FileName, max(j.baseline, 0))
+		}
+		if o.Phase == "final" {
+			j.finalChat = r.Seq
+		}
+		if o.DispatchID != j.m.DispatchID {
+			j.why(r.Seq, "sent items observed for dispatch %q, not this one (%s): proof borrowed from another attempt does not count", o.DispatchID, j.m.DispatchID)
+			return
+		}
+		ra := readAt{seq: r.Seq, mono: r.Mono, o: o}
+		switch {
+		case o.Phase == "before_send" && j.sendAt == 0:
+			j.before = append(j.before, ra)
+		case o.Phase == "after_send" && j.sendAt != 0:
+			j.after = append(j.after, ra)
+		case o.Phase != "final":
+			j.why(r.Seq, "sent items observed in phase %q out of order with the send step: ignored", o.Phase)
+		}
+	}
+}
+
+func (j *judge) lookup(r Record) {
+	l, m := r.Lookup, j.m
+	if l.DispatchID != m.DispatchID {
+		j.why(r.Seq, "a %s lookup for dispatch %q, not this one: ignored", l.Provider, l.DispatchID)
+		return
+	}
+	switch l.Result {
+	case "found":
+		switch {
+		case l.SHA256 != m.ContentSHA256:
+			j.rejected = true
+			j.why(r.Seq, "%s holds object %s for this dispatch with SHA-256 %.12s…, not the content's %.12s…: wrong bytes", l.Provider, l.ObjectID, l.SHA256, m.ContentSHA256)
+		case l.Recipient != "" && l.Recipient != m.Identity:
+			j.rejected = true
+			j.why(r.Seq, "%s delivered object %s to %s, not %s: wrong recipient", l.Provider, l.ObjectID, l.Recipient, m.Identity)
+		default:
+			j.confirmed = true
+			j.why(r.Seq, "%s holds object %s for this dispatch with the content's SHA-256: confirmed", l.Provider, l.ObjectID)
+		}
+		j.effect(r.Seq, "%s holds an object for this dispatch", l.Provider)
+	case "absent":
+		j.why(r.Seq, "%s reports no such object (authoritative: %v); absence never frees a key by itself", l.Provider, l.Authoritative)
+	case "cant_tell":
+		j.why(r.Seq, "%s could not tell", l.Provider)
+	}
+}
+
+// named counts the items whose name reads as the file's, whatever else they show.
+func (j *judge) named(items []Item) int {
 	n := 0
 	for _, it := range items {
-		if NameMatches(it.Name, m.FileName) && SizeMatches(it.Size, m.Size) && (it.Size != "" || !needSize) {
+		if NameMatches(it.Name, j.m.FileName) {
 			n++
 		}
 	}
 	return n
 }
 
-// ClassifyBundle classifies a verified bundle: sealed means complete.
+// mayBeOurs counts, before the send, the items that could be this file: named like it,
+// its size unread or matching.
+func (j *judge) mayBeOurs(items []Item) int {
+	n := 0
+	for _, it := range items {
+		if NameMatches(it.Name, j.m.FileName) && SizeMatches(it.Size, j.m.Size) {
+			n++
+		}
+	}
+	return n
+}
+
+// oursFinished counts, after the send, the items that show everything a sent item of
+// ours shows: our side, finished, the file's name, and its size when the app shows sizes.
+func (j *judge) oursFinished(o *Observation) int {
+	needSize := o.SizesShown || j.rules.SizesShown
+	n := 0
+	for _, it := range o.Items {
+		if it.Ours && it.Finished && NameMatches(it.Name, j.m.FileName) && SizeMatches(it.Size, j.m.Size) && (it.Size != "" || !needSize) {
+			n++
+		}
+	}
+	return n
+}
+
+// lowestIsOurs: of the items named like the file, the lowest on screen (the newest, with
+// the view at its end) is one of ours and finished.
+func (j *judge) lowestIsOurs(o *Observation) bool {
+	var low *Item
+	for i, it := range o.Items {
+		if NameMatches(it.Name, j.m.FileName) && (low == nil || it.Y > low.Y) {
+			low = &o.Items[i]
+		}
+	}
+	return low != nil && low.Ours && low.Finished
+}
+
+// confirmByScreen looks for two reads after the send, at least the settle time apart,
+// that each show a new finished item of ours in the expected conversation.
+func (j *judge) confirmByScreen() {
+	if len(j.after) == 0 {
+		return
+	}
+	last := j.after[len(j.after)-1].seq
+	switch {
+	case j.rules == nil:
+		j.why(last, "the transcript records no profile with a settle time, so no screen can confirm it (only the provider can)")
+		return
+	case len(j.before) == 0:
+		j.why(last, "sent items were read after the send but never before it, so no item can be shown to be new")
+		return
+	}
+	baseline, names := 0, 0
+	for _, b := range j.before {
+		if !b.o.AtBottom {
+			j.why(b.seq, "the view was not at the end of the conversation before the send: what was new cannot be told")
+			return
+		}
+		baseline, names = max(baseline, j.mayBeOurs(b.o.Items)), max(names, j.named(b.o.Items))
+	}
+	// A read shows a new item when it is in the expected conversation with the view at
+	// its end, more items are named like ours than before the send (a size read
+	// differently never adds one), more of them are finished items of ours than could
+	// have been ours before, and the lowest of them is one.
+	var run []readAt
+	for _, a := range j.after {
+		o, n := a.o, j.oursFinished(a.o)
+		shows := false
+		switch {
+		case j.m.Title == "" || o.Title != j.m.Title:
+			j.why(a.seq, "the conversation read %q, not %q: this read confirms nothing", o.Title, j.m.Title)
+		case !o.AtBottom:
+			j.why(a.seq, "the view was not at the end of the conversation: this read confirms nothing")
+		case j.named(o.Items) <= names:
+			if j.named(o.Items) > 0 {
+				j.why(a.seq, "%d item(s) named %q, as many as before the send: nothing new", j.named(o.Items), j.m.FileName)
+			} else {
+				j.why(a.seq, "no item named %q could be read after the send", j.m.FileName)
+			}
+		case n <= baseline:
+			j.why(a.seq, "%d finished item(s) of ours named %q with a matching size, and up to %d before the send: nothing new of ours", n, j.m.FileName, baseline)
+		case !j.lowestIsOurs(o):
+			j.why(a.seq, "the lowest item named %q is not a finished item of ours: the new one is not the newest", j.m.FileName)
+		default:
+			shows = true
+		}
+		if !shows {
+			run = nil
+			continue
+		}
+		run = append(run, a)
+		if d := time.Duration(a.mono - run[0].mono); d >= j.rules.Settle {
+			j.confirmed = true
+			j.why(a.seq, "after the send, %d finished item(s) of ours named %q with a matching size, at most %d before, held in every read from record %d to %d (%v, settle %v): a new sent item confirms this dispatch",
+				n, j.m.FileName, baseline, run[0].seq, a.seq, d, j.rules.Settle)
+			return
+		}
+	}
+	if len(run) > 0 {
+		j.why(run[len(run)-1].seq, "a new finished item of ours was read, but not held for the settle time %v", j.rules.Settle)
+	}
+}
+
+func (j *judge) decide(complete bool) Classification {
+	c := j.c
+	switch {
+	case j.rejected:
+		c.Outcome = gate.SentRejected
+	case j.confirmed:
+		c.Outcome = gate.SentVerified
+	case j.sideEffect:
+		c.Outcome = gate.SendStatusUnknown
+		c.Reasons = append(c.Reasons, "no confirmation bound to this dispatch: the result is unknown and the key stays consumed")
+	case !complete:
+		c = FailClosed(fmt.Errorf("the transcript is incomplete (not sealed), so it cannot prove that nothing was sent"))
+		c.Reasons = append(c.Reasons, j.c.Reasons...)
+	case j.lastAct != 0 && (j.finalChat < j.lastAct || j.finalPage < j.lastAct):
+		c.Outcome = gate.SendStatusUnknown
+		c.Reasons = append(c.Reasons, fmt.Sprintf("something was done on screen (record %d), and no final read of the chat and the send page after it shows that nothing of ours arrived: not_sent needs that proof", j.lastAct))
+	default:
+		c.Outcome = gate.NotSent
+		if j.lastAct == 0 {
+			c.Reasons = append(c.Reasons, "the transcript is complete and nothing was done on screen: nothing was sent")
+		} else {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("the transcript is complete, nothing that could submit began, and the final reads (records %d and %d) show nothing of ours: nothing was sent", j.finalChat, j.finalPage))
+		}
+	}
+	return c
+}
+
+// ClassifyBundle classifies a verified bundle: sealed means complete. It reads the
+// profile the bundle recorded.
 func ClassifyBundle(b *Bundle) Classification {
-	return Classify(Transcript{Manifest: b.Manifest, Records: b.Records, Complete: b.Sealed()})
+	return Classify(Transcript{Manifest: b.Manifest, Records: b.Records, Complete: b.Sealed(), Profile: b.Profile})
 }

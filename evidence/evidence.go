@@ -4,13 +4,15 @@
 // A bundle is a directory:
 //
 //	manifest.json        the attempt: keys, identity and its strength, task, token,
-//	                     dispatch id, the content's SHA-256, size and name, tool, host
+//	                     dispatch id, the content's SHA-256, size and name, tool, host,
+//	                     workstation, and the SHA-256 of the profile that drove the app
+//	profile.json         (v2) the full text of that profile, as it was used
 //	steps.jsonl          one record a line, hash-chained: each line carries the SHA-256
 //	                     of the line before (the first, of manifest.json)
 //	frames/<sha256>.png  screenshots, stored once by content
 //	ocr/<sha256>.json    OCR output too large to keep in a line
 //	seal.json            once sealed: the outcome, the chain head, every file's SHA-256,
-//	                     optionally an ed25519 signature
+//	                     and the ed25519 signature of the workstation that sealed it
 //
 // Each record is written and flushed to disk before the action it announces, so a crash
 // leaves a readable, unsealed bundle, and a crossing written to the gate store carries
@@ -24,8 +26,21 @@ import (
 	"time"
 )
 
-// Format is the bundle format version; a reader refuses any other.
-const Format = "sendonce-evidence/v1"
+// Format is the bundle format this package writes. v2 added the recorded profile
+// (profile.json, Manifest.Profile), the workstation id (Manifest.Workstation,
+// Seal.KeyID), and what the screen showed of each item (Item.Y, Ours, Finished;
+// Observation.AtBottom). A reader accepts every format in Formats and refuses any other.
+const Format = FormatV2
+
+const (
+	FormatV1 = "sendonce-evidence/v1"
+	FormatV2 = "sendonce-evidence/v2"
+)
+
+// Formats are the bundle formats this package reads, oldest first.
+var Formats = []string{FormatV1, FormatV2}
+
+func knownFormat(f string) bool { return f == FormatV1 || f == FormatV2 }
 
 // ErrInvalid marks a bundle or transcript that cannot be trusted: unreadable, truncated,
 // tampered, of an unknown version, or holding an unknown record kind.
@@ -48,6 +63,21 @@ type Manifest struct {
 	ToolVersion      string    `json:"tool_version"`
 	Host             string    `json:"host"`
 	StartedAt        time.Time `json:"started_at"`
+	// Workstation is the id of the workstation that made the bundle: its sealing key is
+	// registered in the store under this id (v2).
+	Workstation string `json:"workstation,omitempty"`
+	// Profile is the profile that drove the app (v2): its text is profile.json.
+	Profile *ProfileUse `json:"profile,omitempty"`
+}
+
+// ProfileUse names the profile an attempt used. Its text is kept in the bundle, under
+// the chain: the manifest holds its SHA-256, and the manifest's hash starts the chain.
+type ProfileUse struct {
+	Source     string `json:"source"` // "built-in"
+	SHA256     string `json:"sha256"` // of profile.json
+	AppVersion string `json:"app_version,omitempty"`
+	// Text is the profile's full text, written to profile.json by Create.
+	Text []byte `json:"-"`
 }
 
 // Kind is a record's kind. Persisted: append-only, spelling never changes.
@@ -166,19 +196,31 @@ type OCRWord struct {
 // Observation is something read from the screen.
 type Observation struct {
 	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items"
-	Phase      string `json:"phase,omitempty"` // "before_send" or "after_send" for sent_items
+	Phase      string `json:"phase,omitempty"` // "before_send", "after_send" or "final" (required for sent_items)
 	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
 	Title      string `json:"title,omitempty"`
 	Items      []Item `json:"items,omitempty"`
 	// SizesShown says the app shows each item's size: a sent item then confirms only
 	// with its size read and matching.
 	SizesShown bool `json:"sizes_shown,omitempty"`
+	// AtBottom: the conversation view showed its end (the profile's mark of a view
+	// scrolled up was absent), so nothing newer lay below what was read (v2).
+	AtBottom bool `json:"at_bottom,omitempty"`
 }
 
-// Item is a file item the app shows: its name, and its size as displayed where shown.
+// Item is a file item the app shows: its name, and its size as displayed where shown,
+// and what the screen showed around it.
 type Item struct {
 	Name string `json:"name"`
 	Size string `json:"size,omitempty"` // as displayed, e.g. "17 B" or "1.2 MB"
+	// Y is the top of the item's name line in screen pixels (v2).
+	Y int `json:"y,omitempty"`
+	// Ours: the item sits under a message header whose author is drawn the way the app
+	// draws our own side (the profile's outgoing colour), which a peer cannot choose.
+	Ours bool `json:"ours,omitempty"`
+	// Finished: the item is a message the app finished sending (a message row with an
+	// author, no progress shown), not a transfer in progress.
+	Finished bool `json:"finished,omitempty"`
 }
 
 // Lookup is a provider lookup's answer for a dispatch.

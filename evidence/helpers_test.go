@@ -25,9 +25,14 @@ func (c *stepClock) Now() time.Time {
 
 const testDispatch = "5f2c9a7e0b1d4c3a8e6f7a9b0c1d2e3f"
 
+// testProfile is the profile the generated bundles record: the classifier reads its
+// settle time (two reads 400ms apart; records are 250ms apart on the step clock).
+var testProfile = []byte(`{"app": "gajim", "sizes_shown": false, "confirm": {"settle": "400ms"}}` + "\n")
+
 func testManifest(name string, content []byte) Manifest {
 	h := sha256.Sum256(content)
 	return Manifest{
+		Format: Format, Workstation: "ws-test", Profile: &ProfileUse{Source: "built-in", Text: testProfile},
 		Keys:     []string{"v1:title:Bob:" + hex.EncodeToString(h[:])},
 		Identity: "title:Bob", IdentityStrength: "weak", Title: "Bob", App: "gajim",
 		Task: "task-1", Token: 7, DispatchID: testDispatch,

@@ -38,6 +38,8 @@ type Recorder struct {
 	seq    int
 	head   string
 	sealed bool
+	// format and workstation are the manifest's: the seal repeats them.
+	format, workstation string
 	// pixels maps the hash of a frame's raw pixels to its stored PNG's hash, so a frame
 	// seen before is not encoded again.
 	pixels map[[32]byte]string
@@ -61,8 +63,19 @@ func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
 	if m.Format == "" {
 		m.Format = Format
 	}
+	if !knownFormat(m.Format) {
+		return nil, fmt.Errorf("evidence bundle: unknown format %q", m.Format)
+	}
 	if m.StartedAt.IsZero() {
 		m.StartedAt = clock.Now().UTC()
+	}
+	if m.Profile != nil {
+		if m.Format == FormatV1 {
+			return nil, fmt.Errorf("evidence bundle: a %s bundle cannot record its profile", FormatV1)
+		}
+		p := *m.Profile
+		p.SHA256 = sum(p.Text)
+		m.Profile = &p
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {
 		return nil, err
@@ -80,6 +93,11 @@ func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
 		return nil, err
 	}
 	mb = append(mb, '\n')
+	if m.Profile != nil {
+		if err := writeDurable(filepath.Join(dir, "profile.json"), m.Profile.Text); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeDurable(filepath.Join(dir, "manifest.json"), mb); err != nil {
 		return nil, err
 	}
@@ -91,7 +109,8 @@ func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Recorder{dir: dir, steps: f, clock: clock, start: clock.Now(), head: sum(mb), pixels: map[[32]byte]string{}}, nil
+	return &Recorder{dir: dir, steps: f, clock: clock, start: clock.Now(), head: sum(mb), pixels: map[[32]byte]string{},
+		format: m.Format, workstation: m.Workstation}, nil
 }
 
 // Dir is the bundle's directory.
@@ -205,6 +224,9 @@ type Seal struct {
 	Records   int               `json:"records"`
 	Files     map[string]string `json:"files"` // relative path -> SHA-256
 	SealedAt  time.Time         `json:"sealed_at"`
+	// KeyID is the workstation whose key signed the seal (v2): the store holds its
+	// registered public key.
+	KeyID     string            `json:"key_id,omitempty"`
 	PublicKey string            `json:"public_key,omitempty"` // base64 ed25519, when signed
 	Signature string            `json:"signature,omitempty"`  // base64 ed25519 over SignedBytes
 }
@@ -216,7 +238,9 @@ func (s Seal) SignedBytes() []byte {
 	return b
 }
 
-// Seal closes the bundle with an outcome and its reasons, optionally signing it.
+// Seal closes the bundle with an outcome and its reasons, signed with sign when given
+// (deliveries always sign, with their workstation's key). The signature covers the
+// whole seal: the outcome, the chain head, every file's hash and the key id.
 func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKey) (Seal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -230,8 +254,9 @@ func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKe
 	if err != nil {
 		return Seal{}, err
 	}
-	s := Seal{Format: Format, Outcome: outcome, Reasons: reasons, ChainHead: r.head, Records: r.seq, Files: files, SealedAt: r.clock.Now().UTC()}
+	s := Seal{Format: r.format, Outcome: outcome, Reasons: reasons, ChainHead: r.head, Records: r.seq, Files: files, SealedAt: r.clock.Now().UTC()}
 	if sign != nil {
+		s.KeyID = r.workstation
 		s.PublicKey = b64(sign.Public().(ed25519.PublicKey))
 		s.Signature = b64(ed25519.Sign(sign, s.SignedBytes()))
 	}
@@ -337,5 +362,6 @@ func Reopen(dir string, clock Clock) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{dir: dir, steps: f, clock: clock, start: b.Manifest.StartedAt, seq: len(b.Records), head: b.Head(), pixels: map[[32]byte]string{}}, nil
+	return &Recorder{dir: dir, steps: f, clock: clock, start: b.Manifest.StartedAt, seq: len(b.Records), head: b.Head(), pixels: map[[32]byte]string{},
+		format: b.Manifest.Format, workstation: b.Manifest.Workstation}, nil
 }

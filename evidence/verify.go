@@ -22,6 +22,8 @@ type Bundle struct {
 	// Heads[i] is the chain head after i records: Heads[0] is the manifest's hash.
 	Heads []string
 	Seal  *Seal // nil when unsealed
+	// Profile is the recorded text of the profile that drove the app (v2; nil before).
+	Profile []byte
 }
 
 // Head is the chain head after every record.
@@ -66,10 +68,24 @@ func Verify(dir string, opt VerifyOptions) (*Bundle, error) {
 	if err := strictJSON(mb, &b.Manifest); err != nil {
 		return nil, invalid("manifest.json is unreadable: %v", err)
 	}
-	if b.Manifest.Format != Format {
-		return nil, invalid("manifest.json has format %q; this sendonce reads %q", b.Manifest.Format, Format)
+	if !knownFormat(b.Manifest.Format) {
+		return nil, invalid("manifest.json has format %q; this sendonce reads %s", b.Manifest.Format, strings.Join(Formats, " and "))
 	}
 	b.Heads = []string{sum(mb)}
+	referenced := map[string]bool{"manifest.json": true, "steps.jsonl": true}
+	if p := b.Manifest.Profile; p != nil {
+		if b.Manifest.Format == FormatV1 {
+			return nil, invalid("a %s manifest names a profile: no such bundle was ever written", FormatV1)
+		}
+		pb, err := readRegular(filepath.Join(dir, "profile.json"), maxManifestBytes)
+		if err != nil {
+			return nil, invalid("profile.json: %v", err)
+		}
+		if sum(pb) != p.SHA256 {
+			return nil, invalid("profile.json was edited: it is not the profile the manifest names")
+		}
+		b.Profile, referenced["profile.json"] = pb, true
+	}
 
 	sb, err := readRegular(filepath.Join(dir, "steps.jsonl"), maxStepsBytes)
 	if err != nil {
@@ -78,7 +94,6 @@ func Verify(dir string, opt VerifyOptions) (*Bundle, error) {
 	if len(sb) > 0 && sb[len(sb)-1] != '\n' {
 		return nil, invalid("steps.jsonl is truncated: its last line is incomplete")
 	}
-	referenced := map[string]bool{"manifest.json": true, "steps.jsonl": true}
 	lines := bytes.Split(bytes.TrimSuffix(sb, []byte("\n")), []byte("\n"))
 	if len(sb) == 0 {
 		lines = nil
@@ -228,8 +243,11 @@ func (b *Bundle) checkSeal(opt VerifyOptions) error {
 	if err := strictJSON(sb, &s); err != nil {
 		return invalid("seal.json is unreadable: %v", err)
 	}
-	if s.Format != Format {
-		return invalid("seal.json has format %q", s.Format)
+	if s.Format != b.Manifest.Format {
+		return invalid("seal.json has format %q, the manifest %q", s.Format, b.Manifest.Format)
+	}
+	if s.KeyID != "" && s.KeyID != b.Manifest.Workstation {
+		return invalid("the seal names key %q, the manifest workstation %q", s.KeyID, b.Manifest.Workstation)
 	}
 	if s.ChainHead != b.Head() || s.Records != len(b.Records) {
 		return invalid("the seal names chain head %.12s… after %d records, but the steps end at %.12s… after %d: records were changed, dropped or added after sealing", s.ChainHead, s.Records, b.Head(), len(b.Records))

@@ -1,0 +1,220 @@
+package evidence
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/sendonce/sendonce/gate"
+)
+
+// A transcript generator for structure-aware fuzzing: it reads the fuzzer's bytes as
+// choices, and builds well-formed transcripts the way the runner writes them (a stop
+// anywhere, reads that vary in every attribute the classifier reads, provider lookups,
+// labels), so the fuzzer explores the classifier, not the JSON parser.
+type choices struct {
+	b []byte
+	i int
+}
+
+// pick returns a choice in [0, n), 0 when the bytes run out.
+func (c *choices) pick(n int) int {
+	if c.i >= len(c.b) {
+		return 0
+	}
+	v := int(c.b[c.i])
+	c.i++
+	return v % n
+}
+
+// chance is true with probability about pct/100 (false when the bytes run out).
+func (c *choices) chance(pct int) bool { return c.i < len(c.b) && c.pick(100) < pct }
+
+type generated struct {
+	records  []Record
+	complete bool
+}
+
+func (g *generated) add(r Record) int {
+	r.Seq = len(g.records) + 1
+	r.Mono = int64(r.Seq) * 250e6
+	g.records = append(g.records, r)
+	return r.Seq
+}
+
+// item varies one sent item: most are a finished item of ours with the right name and
+// size, the rest differ in one attribute.
+func (c *choices) item(y int) Item {
+	it := Item{Name: "report.txt", Size: "17 B", Y: y, Ours: true, Finished: true}
+	switch c.pick(16) {
+	case 1:
+		it.Ours = false
+	case 2:
+		it.Finished = false
+	case 3:
+		it.Size = []string{"", "5 MB", "77 B"}[c.pick(3)]
+	case 4:
+		it.Name = []string{"report.t…", "other.txt", ""}[c.pick(3)]
+	}
+	return it
+}
+
+func (c *choices) read(phase string, older []Item, fresh bool, y int) Record {
+	its := append([]Item(nil), older...)
+	if fresh {
+		its = append(its, c.item(y))
+	}
+	r := items(phase, its...)
+	if c.chance(8) {
+		r.Observed.AtBottom = false
+	}
+	if c.chance(5) {
+		r.Observed.Title = "Bobby"
+	}
+	return r
+}
+
+func generate(b []byte) generated {
+	c := &choices{b: b}
+	g := generated{complete: !c.chance(5)}
+	var older []Item
+	for i := 0; i < c.pick(3); i++ {
+		older = append(older, Item{Name: "report.txt", Size: "17 B", Y: 100 + 50*i, Ours: true, Finished: true})
+	}
+	finals := func() {
+		if c.chance(90) {
+			g.add(c.read("final", older, c.chance(5), 500))
+		}
+		if c.chance(90) {
+			g.add(page("final"))
+		}
+	}
+	if c.chance(95) {
+		g.add(c.read("before_send", older, false, 0))
+	}
+	g.add(title([]string{"Bob", "Bob", "Bob", "Bobby"}[c.pick(4)]))
+	if g.records[len(g.records)-1].Observed.Title != "Bob" || c.chance(25) {
+		// Stopped before any crossing: a dismiss, maybe, then the final reads.
+		if c.chance(60) {
+			s := g.add(step("dismiss", Safe))
+			g.add(result(s, ""))
+		}
+		finals()
+		c.extras(&g)
+		return g
+	}
+	s := g.add(step("open picker", Safe))
+	g.add(result(s, ""))
+	g.add(crossed("choose_file"))
+	s = g.add(step("choose file", MaySubmit))
+	g.add(result(s, ""))
+	if c.chance(10) {
+		c.extras(&g)
+		return g
+	}
+	g.add(crossed("send"))
+	s = g.add(step("press send", Submit))
+	g.add(result(s, ""))
+	fresh := c.chance(85)
+	for n := 1 + c.pick(3); n > 0; n-- {
+		g.add(c.read("after_send", older, fresh && !c.chance(5), 500))
+		for k := c.pick(4); k > 0; k-- {
+			g.add(title("Bob"))
+		}
+	}
+	c.extras(&g)
+	return g
+}
+
+// extras adds what may come at the end of any transcript: a provider lookup, a label.
+func (c *choices) extras(g *generated) {
+	if c.chance(15) {
+		l := lookup([]string{"found", "absent", "cant_tell"}[c.pick(3)], testManifest("report.txt", content).ContentSHA256, "", testDispatch)
+		if c.chance(20) {
+			l.Lookup.SHA256 = "ab"
+		}
+		g.add(l)
+	}
+	if c.chance(10) {
+		g.add(label([]string{"not_sent", "sent_verified", "send_status_unknown"}[c.pick(3)]))
+	}
+}
+
+func (g generated) classify(recs []Record) Classification {
+	for i := range recs {
+		recs[i].Seq = i + 1
+	}
+	return Classify(Transcript{Manifest: testManifest("report.txt", content), Records: recs, Complete: g.complete, Profile: testProfile})
+}
+
+// sideEffects are records that each show a possible side effect.
+func sideEffects() []Record {
+	return []Record{
+		step("inserted", MaySubmit),
+		step("inserted", Submit),
+		crossed("send"),
+		withInputs(title("Bob"), KeyInput("Return")),
+		withInputs(Record{Kind: KindResult}, ClickInput(1, 1)),
+		page("", report),
+		items("final", report, report, report, report),
+		lookup("found", testManifest("report.txt", content).ContentSHA256, "", testDispatch),
+	}
+}
+
+// checkProperties checks the classifier's two fuzzed properties on one transcript:
+// adding side-effect evidence anywhere never yields not_sent, and removing every
+// after-send read and provider confirmation never keeps sent_verified.
+func checkProperties(t *testing.T, b []byte) gate.Outcome {
+	g := generate(b)
+	base := g.classify(append([]Record(nil), g.records...))
+	c := &choices{b: b, i: len(b) / 2}
+	se := sideEffects()[c.pick(len(sideEffects()))]
+	at := c.pick(len(g.records) + 1)
+	with := append(append(append([]Record(nil), g.records[:at]...), se), g.records[at:]...)
+	if got := g.classify(with); got.Outcome == gate.NotSent {
+		t.Fatalf("adding %s %q at %d moved %s to not_sent: %v", se.Kind, se.Intent, at+1, base.Outcome, got.Reasons)
+	}
+	var without []Record
+	for _, r := range g.records {
+		if r.Observed != nil && r.Observed.Phase == "after_send" || r.Lookup != nil && r.Lookup.Result == "found" {
+			continue
+		}
+		without = append(without, r)
+	}
+	if got := g.classify(without); got.Outcome == gate.SentVerified {
+		t.Fatalf("sent_verified with every after-send read and provider confirmation removed: %v", got.Reasons)
+	}
+	return base.Outcome
+}
+
+// FuzzClassifierProperties runs the properties on transcripts built from the fuzzer's
+// bytes.
+func FuzzClassifierProperties(f *testing.F) {
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 20; i++ {
+		b := make([]byte, 48)
+		rng.Read(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkProperties(t, b) })
+}
+
+// TestGeneratedTranscripts runs the properties on 5,000 generated transcripts and
+// prints the share of each outcome: each of not_sent, send_status_unknown and
+// sent_verified must be at least 10%, or the generator explores too little.
+func TestGeneratedTranscripts(t *testing.T) {
+	rng := rand.New(rand.NewSource(20261201))
+	const n = 5000
+	count := map[gate.Outcome]int{}
+	for i := 0; i < n; i++ {
+		b := make([]byte, 16+rng.Intn(64))
+		rng.Read(b)
+		count[checkProperties(t, b)]++
+	}
+	for _, o := range []gate.Outcome{gate.NotSent, gate.SendStatusUnknown, gate.SentVerified, gate.SentRejected} {
+		share := float64(count[o]) / n
+		t.Logf("%-20s %5.1f%% (%d of %d generated transcripts)", o, 100*share, count[o], n)
+		if o != gate.SentRejected && share < 0.10 {
+			t.Errorf("%s is %.1f%% of generated transcripts; want at least 10%%", o, 100*share)
+		}
+	}
+}
