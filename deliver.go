@@ -114,6 +114,13 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		}
 	}
 
+	// The workstation's sealing key is loaded (made and registered on the first use on
+	// this machine) before the claim: without it no bundle could be sealed.
+	ws, err := c.ensureWorkstation(ctx)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+
 	// The desktop is opened before the claim: a display that cannot be reached is bad
 	// input, and nothing is claimed for it.
 	drv, closeDesktop, err := d.OpenDesktop(ctx, req.Display)
@@ -172,7 +179,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
 	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: req.Destination.Title,
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
-		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(),
+		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(), Workstation: ws.id,
 		Profile: &evidence.ProfileUse{Source: in.profile.Source, Text: in.profile.Text}}
 	rec, err := evidence.Create(bundleDir, m, nil)
 	if err != nil {
@@ -407,13 +414,13 @@ func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evide
 		// over) or could not be written. Nothing here may read as a right to retry: the
 		// result says unknown; the bundle is sealed with what its evidence says.
 		cl.Reasons = append(cl.Reasons, fmt.Sprintf("the evidence says %s; recording the outcome failed: %v", cl.Outcome, rerr))
-		if err := sealBundle(rec.Dir(), string(cl.Outcome), cl.Reasons); err != nil {
+		if err := c.sealBundle(rec.Dir(), string(cl.Outcome), cl.Reasons); err != nil {
 			c.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
 		}
 		out.Outcome, out.Reasons, out.Stopped = string(gate.SendStatusUnknown), cl.Reasons, rerr.Error()
 		return out, rerr
 	}
-	if err := sealBundle(rec.Dir(), string(got), cl.Reasons); err != nil {
+	if err := c.sealBundle(rec.Dir(), string(got), cl.Reasons); err != nil {
 		c.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
 	}
 	out.Outcome, out.Reasons = string(got), cl.Reasons
@@ -423,20 +430,25 @@ func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evide
 	return out, nil
 }
 
-// sealBundle reopens a closed bundle to seal it.
-func sealBundle(dir, outcome string, reasons []string) error {
+// sealBundle reopens a closed bundle to seal it with this workstation's key.
+func (c *Client) sealBundle(dir, outcome string, reasons []string) error {
+	if c.ws == nil {
+		return fmt.Errorf("no workstation key loaded to seal %s", dir)
+	}
 	r, err := evidence.Reopen(dir, nil)
 	if err != nil {
 		return err
 	}
-	_, err = r.Seal(outcome, reasons, nil)
+	_, err = r.Seal(outcome, reasons, c.ws.key)
 	return err
 }
 
 // abandon ends an attempt that never reached the desktop: nothing was crossed, so it is
 // not_sent, and the key is free again. The bundle, when there is one, is sealed.
 func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evidence.Recorder, out DeliveryResult, cause error) (DeliveryResult, error) {
+	head := ""
 	if rec != nil {
+		head = rec.Head()
 		rec.Close()
 	}
 	if permit == nil {
@@ -444,7 +456,7 @@ func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evid
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	got, err := d.Client.store.Record(ctx, permit, store.RecordRequest{Outcome: gate.NotSent, Evidence: out.Evidence})
+	got, err := d.Client.store.Record(ctx, permit, store.RecordRequest{Outcome: gate.NotSent, Evidence: out.Evidence, ChainHead: head})
 	if err != nil {
 		d.Client.warn("recording not_sent", err, Event{DispatchID: out.DispatchID})
 		out.Outcome, out.Stopped = string(gate.SendStatusUnknown), cause.Error()
@@ -452,7 +464,7 @@ func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evid
 	}
 	out.Outcome, out.Stopped, out.Reasons = string(got), cause.Error(), []string{"stopped before the desktop was touched: " + cause.Error()}
 	if rec != nil {
-		if err := sealBundle(rec.Dir(), string(got), out.Reasons); err != nil {
+		if err := d.Client.sealBundle(rec.Dir(), string(got), out.Reasons); err != nil {
 			d.Client.warn("sealing the evidence bundle", err, Event{DispatchID: out.DispatchID})
 		}
 	}

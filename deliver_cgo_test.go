@@ -4,9 +4,11 @@ package sendonce_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,6 +154,80 @@ func assertSettled(t *testing.T, c *sendonce.Client, res sendonce.DeliveryResult
 	}
 	if string(cl.Outcome) != res.Outcome || gate.Status(res.Outcome) != st.Status {
 		t.Fatalf("result says %s, the bundle classifies as %s, the store says %s\nreasons: %v", res.Outcome, cl.Outcome, st.Status, cl.Reasons)
+	}
+	v, err := c.VerifyEvidence(context.Background(), sendonce.VerifyRequest{Path: res.Evidence})
+	if err != nil || !v.Authenticated || strings.Join(v.Checked, ",") != "internal,store,signature" || v.Format != evidence.FormatV2 {
+		t.Fatalf("verify against the store: %v, %+v; want authenticated by signature and store", err, v)
+	}
+	if string(b.Profile) == "" || b.Manifest.Profile.Source != "built-in" {
+		t.Fatalf("the bundle records no profile: %+v", b.Manifest.Profile)
+	}
+}
+
+// TestForgedBundlesAreNotAuthenticated: a bundle consistent in itself is not enough.
+// Without a store nothing vouches for it; re-sealed by another key, or unsigned, or
+// rewritten from scratch with a correct chain, the store and the registered key tell.
+func TestForgedBundlesAreNotAuthenticated(t *testing.T) {
+	ctx := context.Background()
+	r := newReplayed(t, "verified-text-file", sendonce.Options{})
+	os.Mkdir(r.req.Staging, 0o750)
+	os.Chmod(r.req.Staging, 0o750)
+	res, err := r.deliverer().Deliver(ctx, r.req)
+	if err != nil || res.Outcome != string(gate.SentVerified) {
+		t.Fatalf("Deliver: %v, %+v", err, res)
+	}
+	if _, err := sendonce.VerifyEvidence(sendonce.VerifyRequest{Path: res.Evidence}); !errors.Is(err, sendonce.ErrUnauthenticated) {
+		t.Fatalf("verify with no store: %v; want ErrUnauthenticated", err)
+	}
+	if v, err := sendonce.VerifyEvidence(sendonce.VerifyRequest{Path: res.Evidence, AllowUnauthenticated: true}); err != nil || v.Authenticated || !v.Verified {
+		t.Fatalf("verify with no store, allowed: %v, %+v", err, v)
+	}
+
+	reseal := func(t *testing.T, key ed25519.PrivateKey) string {
+		dir := filepath.Join(t.TempDir(), "forged")
+		if err := os.CopyFS(dir, os.DirFS(res.Evidence)); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "seal.json"))
+		rec, err := evidence.Reopen(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rec.Seal("sent_verified", nil, key); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	_, other, _ := ed25519.GenerateKey(nil)
+	if _, err := r.client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: reseal(t, other)}); !errors.Is(err, sendonce.ErrEvidence) || !strings.Contains(err.Error(), "other than the one registered") {
+		t.Fatalf("re-sealed by another key: %v; want ErrEvidence naming the key", err)
+	}
+	if _, err := r.client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: reseal(t, nil)}); !errors.Is(err, sendonce.ErrUnauthenticated) {
+		t.Fatalf("re-sealed unsigned: %v; want ErrUnauthenticated", err)
+	}
+
+	// From scratch: the same manifest and records, chained anew by a recorder of its
+	// own (another clock), sealed by another key.
+	orig, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "scratch")
+	m := orig.Manifest
+	m.Profile = &evidence.ProfileUse{Source: "built-in", Text: orig.Profile}
+	rec, err := evidence.Create(dir, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range orig.Records {
+		x.Before, x.After, x.OCR, x.OCRRef = "", "", nil, ""
+		if _, err := rec.Append(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.Seal("sent_verified", nil, other)
+	if _, err := r.client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: dir}); !errors.Is(err, sendonce.ErrEvidence) || !strings.Contains(err.Error(), "never reached it") {
+		t.Fatalf("written from scratch: %v; want ErrEvidence naming the chain head the store recorded", err)
 	}
 }
 

@@ -60,6 +60,17 @@ type InitResult struct {
 	// StoreID is the store's random id: signed authorizations and statements name it.
 	StoreID    string `json:"store_id,omitempty"`
 	Authorizer string `json:"authorizer,omitempty"` // the first authorizer, when init added one
+	// Workstation is the id of this machine, whose key seals its evidence bundles:
+	// made at the first init on it, registered in the store.
+	Workstation string `json:"workstation,omitempty"`
+}
+
+// WorkstationResult is this workstation's identity: its id and the public key that
+// seals its evidence bundles, registered in the store.
+type WorkstationResult struct {
+	Workstation string `json:"workstation"`
+	PublicKey   string `json:"public_key"`
+	StateDir    string `json:"state_dir"`
 }
 
 // ClaimResult is a claim's decision. A refusal is also returned as an error (consumed,
@@ -242,15 +253,24 @@ type DeliveryResult struct {
 
 // VerifyResult is a verified evidence bundle.
 type VerifyResult struct {
-	Verified         bool   `json:"verified"`
-	Sealed           bool   `json:"sealed"`
-	Records          int    `json:"records"`
-	ChainHead        string `json:"chain_head"`
-	DispatchID       string `json:"dispatch_id"`
-	IdentityStrength string `json:"identity_strength"`
-	StoreCheck       string `json:"store_check"`
-	SealOutcome      string `json:"seal_outcome,omitempty"`
-	Signed           *bool  `json:"signed,omitempty"` // set when sealed
+	// Verified: the bundle is consistent in itself (hashes, chain, seal).
+	Verified bool `json:"verified"`
+	// Authenticated: something outside the bundle vouches for it: the signature of a
+	// workstation whose key the store registered, with the chain head the store
+	// recorded; or, unsealed, every chain head the store recorded for the attempt.
+	Authenticated bool `json:"authenticated"`
+	// Checked says which checks ran: "internal", "signature", "store".
+	Checked          []string `json:"checked"`
+	Format           string   `json:"format"`
+	Workstation      string   `json:"workstation,omitempty"`
+	Sealed           bool     `json:"sealed"`
+	Records          int      `json:"records"`
+	ChainHead        string   `json:"chain_head"`
+	DispatchID       string   `json:"dispatch_id"`
+	IdentityStrength string   `json:"identity_strength"`
+	StoreCheck       string   `json:"store_check"`
+	SealOutcome      string   `json:"seal_outcome,omitempty"`
+	Signed           *bool    `json:"signed,omitempty"` // set when sealed
 	// Title is the visible title the bundle names (a weak identity's whole name).
 	Title string `json:"-"`
 	// Bundle is the path verified, as given.

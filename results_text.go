@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
@@ -35,6 +36,14 @@ func (r InitResult) WriteText(w io.Writer) {
 	if r.Authorizer != "" {
 		fmt.Fprintf(w, "first authorizer: %s\n", r.Authorizer)
 	}
+	if r.Workstation != "" {
+		fmt.Fprintf(w, "workstation: %s (its key seals this machine's evidence bundles)\n", r.Workstation)
+	}
+}
+
+// WriteText writes the result for a person.
+func (r WorkstationResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "workstation: %s\nsealing public key: %s\nstate folder: %s\n", r.Workstation, r.PublicKey, r.StateDir)
 }
 
 // WriteText writes the result for a person.
@@ -192,6 +201,11 @@ func (r VerifyResult) WriteText(w io.Writer) {
 		state = "NOT SEALED (the attempt may still run, or its process died)"
 	}
 	fmt.Fprintf(w, "verified: %s, %s, %d records, chain head %s\nstore: %s\n", r.Bundle, state, r.Records, r.ChainHead, r.StoreCheck)
+	if r.Authenticated {
+		fmt.Fprintf(w, "authenticated (checked: %s)\n", strings.Join(r.Checked, ", "))
+	} else {
+		fmt.Fprintf(w, "NOT AUTHENTICATED (checked: %s): nothing outside the bundle vouches for it; it may have been written from scratch\n", strings.Join(r.Checked, ", "))
+	}
 	if r.IdentityStrength != string(gate.Strong) {
 		fmt.Fprintf(w, "WEAK identity: the destination was named by its visible title %q only\n", r.Title)
 	}

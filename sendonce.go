@@ -27,6 +27,7 @@ package sendonce
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -59,6 +60,10 @@ var (
 	// ErrEvidence: an evidence bundle cannot be trusted (tampered, truncated, or missing
 	// records the store holds).
 	ErrEvidence = evidence.ErrInvalid
+	// ErrUnauthenticated: a bundle is consistent in itself, but neither a registered
+	// workstation's signature nor the store's chain heads vouch for it: it may have been
+	// written from scratch. VerifyRequest.AllowUnauthenticated accepts it.
+	ErrUnauthenticated = errors.New("the evidence bundle could not be authenticated")
 )
 
 // Options tune a Client.
@@ -72,6 +77,9 @@ type Options struct {
 	// Getenv reads the environment for provider accounts (SENDONCE_XMPP_*). Nil reads
 	// nothing: accounts then come from config files only.
 	Getenv func(string) string
+	// StateDir is where this workstation keeps its id and the key that seals its
+	// evidence bundles (WorkstationKeyFile, 0600). Default: the store's folder.
+	StateDir string
 	// Hook receives progress and warnings. It is called from a goroutine of the
 	// Client's, through a buffer: a slow hook loses events and never delays a delivery.
 	Hook Hook
@@ -84,8 +92,10 @@ type Client struct {
 	where        string
 	schema       int
 	evidenceRoot string
+	stateDir     string
 	getenv       func(string) string
 	events       *notifier
+	ws           *workstation // loaded on first use
 }
 
 // Open opens the existing store at location (a SQLite file path, or file:PATH). A
@@ -141,6 +151,13 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 	if res.StoreID, err = o.Store.StoreID(ctx); err != nil {
 		return res, fmt.Errorf("%w: reading the store id: %v", ErrUnavailable, err)
 	}
+	dir := opt.StateDir
+	if dir == "" {
+		dir = o.Location.Dir()
+	}
+	if res.Workstation, err = registerWorkstation(ctx, o.Store, dir); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -157,7 +174,11 @@ func newClient(o registry.Opened, opt Options) *Client {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: root, getenv: getenv, events: newNotifier(opt.Hook)}
+	state := opt.StateDir
+	if state == "" {
+		state = o.Location.Dir()
+	}
+	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: root, stateDir: state, getenv: getenv, events: newNotifier(opt.Hook)}
 }
 
 // Close closes the store.

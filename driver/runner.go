@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"

@@ -205,13 +205,13 @@ type judge struct {
 	lastAct    int // the last record that acted or may have: a step, or input
 	// baseline is how many items named like ours the first read of sent items showed;
 	// -1 before that read.
-	baseline   int
-	finalChat  int // the last final read of the chat
-	finalPage  int // the last final read of the send page
-	before     []readAt
-	after      []readAt
-	confirmed  bool
-	rejected   bool
+	baseline  int
+	finalChat int // the last final read of the chat
+	finalPage int // the last final read of the send page
+	before    []readAt
+	after     []readAt
+	confirmed bool
+	rejected  bool
 }
 
 type readAt struct {

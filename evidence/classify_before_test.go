@@ -161,4 +161,3 @@ func countMatchingBefore(items []Item, m Manifest, needSize bool) int {
 	}
 	return n
 }
-

@@ -226,9 +226,9 @@ type Seal struct {
 	SealedAt  time.Time         `json:"sealed_at"`
 	// KeyID is the workstation whose key signed the seal (v2): the store holds its
 	// registered public key.
-	KeyID     string            `json:"key_id,omitempty"`
-	PublicKey string            `json:"public_key,omitempty"` // base64 ed25519, when signed
-	Signature string            `json:"signature,omitempty"`  // base64 ed25519 over SignedBytes
+	KeyID     string `json:"key_id,omitempty"`
+	PublicKey string `json:"public_key,omitempty"` // base64 ed25519, when signed
+	Signature string `json:"signature,omitempty"`  // base64 ed25519 over SignedBytes
 }
 
 // SignedBytes is what a seal's signature covers: the seal without its signature.

@@ -64,6 +64,10 @@ type Tx interface {
 	RevokeAuthorizer(name string, at time.Time) error
 	// StoreID is the random id made when the store was created.
 	StoreID() (string, error)
+	// AddWorkstation registers a workstation's sealing key under its id.
+	AddWorkstation(id string, pub ed25519.PublicKey, at time.Time) error
+	// Workstation returns the sealing key registered under id, or nil if none is.
+	Workstation(id string) (ed25519.PublicKey, error)
 
 	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
 	// send_status_unknown, or crossed with an expired lease and no outcome.
@@ -133,6 +137,7 @@ const (
 	EventAuthorizeRefused  EventKind = "authorize_refused"
 	EventAuthorizerAdded   EventKind = "authorizer_added"
 	EventAuthorizerRevoked EventKind = "authorizer_revoked"
+	EventWorkstationAdded  EventKind = "workstation_registered"
 	EventResolved          EventKind = "resolved"
 	EventResolveRefused    EventKind = "resolve_refused"
 	EventProviderAbsent    EventKind = "provider_absent"

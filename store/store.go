@@ -10,6 +10,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -568,6 +569,54 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 		return err
 	})
 	return id, err
+}
+
+// RegisterWorkstation registers the public key that seals a workstation's evidence
+// bundles, under the workstation's id. Registering the same key again is a no-op; a
+// different key for a registered id is refused (a key is never replaced silently: a
+// bundle sealed by the old one would no longer verify, or a copied id would take over).
+func (s *Store) RegisterWorkstation(ctx context.Context, id string, pub ed25519.PublicKey) error {
+	if !validWorkstationID(id) || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("%w: a workstation needs an id of letters, digits and '-' (at most 64) and a 32-byte ed25519 public key", gate.ErrInvalid)
+	}
+	return s.update(ctx, func(tx Tx) error {
+		have, err := tx.Workstation(id)
+		switch {
+		case err != nil:
+			return err
+		case have != nil && bytes.Equal(have, pub):
+			return nil
+		case have != nil:
+			return fmt.Errorf("%w: workstation %s is registered with another sealing key: a key is never replaced (if this machine was cloned, give the clone a state folder of its own)", gate.ErrInvalid, id)
+		}
+		now := tx.Now()
+		if err := tx.AddWorkstation(id, pub, now); err != nil {
+			return err
+		}
+		return appendEvent(tx, Event{At: now, Kind: EventWorkstationAdded, Detail: map[string]string{"workstation": id, "public_key": hex.EncodeToString(pub)}})
+	})
+}
+
+// WorkstationKey is the sealing key registered for a workstation, or nil.
+func (s *Store) WorkstationKey(ctx context.Context, id string) (ed25519.PublicKey, error) {
+	var pub ed25519.PublicKey
+	err := s.view(ctx, func(tx Tx) (err error) {
+		pub, err = tx.Workstation(id)
+		return err
+	})
+	return pub, err
+}
+
+func validWorkstationID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // AddFirstAuthorizer registers the first person who may open a redelivery. It is

@@ -19,17 +19,18 @@ import (
 
 // Exit codes: the contract with every caller. Documented in the README; never renumbered.
 const (
-	exitOK           = 0
-	exitVerifyFailed = 1 // evidence verify, report, export: the bundle cannot be trusted
-	exitUsage        = 2 // usage or bad input
-	exitConsumed     = 3 // refused: consumed or crossed
-	exitHeld         = 4 // refused: another executor holds it
-	exitFailClosed   = 5 // refused: the store is unavailable (fail closed)
-	exitStale        = 6 // refused: stale or expired permit
-	exitUnknown      = 7 // deliver: send_status_unknown
-	exitNotSent      = 8 // deliver: not_sent, stopped safely before any boundary
-	exitRejected     = 9 // deliver: sent_rejected
-	exitInterrupted  = 130
+	exitOK              = 0
+	exitVerifyFailed    = 1  // evidence verify, report, export: the bundle cannot be trusted
+	exitUsage           = 2  // usage or bad input
+	exitConsumed        = 3  // refused: consumed or crossed
+	exitHeld            = 4  // refused: another executor holds it
+	exitFailClosed      = 5  // refused: the store is unavailable (fail closed)
+	exitStale           = 6  // refused: stale or expired permit
+	exitUnknown         = 7  // deliver: send_status_unknown
+	exitNotSent         = 8  // deliver: not_sent, stopped safely before any boundary
+	exitRejected        = 9  // deliver: sent_rejected
+	exitUnauthenticated = 10 // evidence verify: consistent, but nothing outside the bundle vouches for it
+	exitInterrupted     = 130
 )
 
 // exitCodes is the one table from the errors callers branch on to exit codes, in the
@@ -46,6 +47,7 @@ var exitCodes = []struct {
 	{sendonce.ErrHeld, exitHeld},
 	{context.Canceled, exitInterrupted},
 	{sendonce.ErrEvidence, exitVerifyFailed},
+	{sendonce.ErrUnauthenticated, exitUnauthenticated},
 }
 
 // outcomeExit is the exit code an outcome maps to, as deliver and classify use them.
@@ -112,11 +114,12 @@ type environment struct {
 	getenv         func(string) string
 
 	// Global flags.
-	storePath   string
-	evidenceDir string // --evidence-dir of the commands that have it
-	jsonOut     bool
-	logFormat   string
-	lockTimeout time.Duration
+	storePath    string
+	evidenceDir  string // --evidence-dir of the commands that have it
+	stateDirFlag string // --state-dir, $SENDONCE_STATE_DIR
+	jsonOut      bool
+	logFormat    string
+	lockTimeout  time.Duration
 
 	log zerolog.Logger
 	// printed is set once a command printed its JSON object, so errors after it do not
@@ -162,7 +165,7 @@ func usageText() string {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-18s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted; 130 interrupted before\nanything was claimed. 'sendonce COMMAND -h' shows a command's flags.\n")
+	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted, 10 evidence not\nauthenticated; 130 interrupted before anything was claimed. 'sendonce COMMAND -h' shows a command's flags.\n")
 	return b.String()
 }
 
@@ -170,6 +173,7 @@ func usageText() string {
 func run(ctx context.Context, args []string, env *environment) int {
 	env.logFormat, env.lockTimeout = "console", 10*time.Second
 	env.storePath = env.getenv("SENDONCE_STORE")
+	env.stateDirFlag = env.getenv("SENDONCE_STATE_DIR")
 	rest, err := parseGlobal(env, args)
 	if err == nil {
 		err = dispatch(ctx, env, rest)
@@ -217,6 +221,7 @@ func parseGlobal(env *environment, args []string) ([]string, error) {
 // globalFlags registers the flags every command accepts, before or after its name.
 func (env *environment) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&env.storePath, "store", env.storePath, "the store `PATH` (default $SENDONCE_STORE, else "+defaultStoreHint+")")
+	fs.StringVar(&env.stateDirFlag, "state-dir", env.stateDirFlag, "where this workstation keeps its id and sealing key (default $SENDONCE_STATE_DIR, else the store's folder)")
 	fs.BoolVar(&env.jsonOut, "json", env.jsonOut, "print exactly one JSON object on stdout")
 	fs.StringVar(&env.logFormat, "log", env.logFormat, "log `format` on stderr: console or json")
 	fs.DurationVar(&env.lockTimeout, "lock-timeout", env.lockTimeout, "how long to wait for another process's transaction before failing closed")
@@ -334,7 +339,7 @@ func (env *environment) stateDir(name string) string {
 
 // options are the library options the global flags and the environment give.
 func (env *environment) options() sendonce.Options {
-	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, Getenv: env.getenv, Hook: env.logEvent}
+	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: env.stateDirFlag, Getenv: env.getenv, Hook: env.logEvent}
 }
 
 // open opens the existing store; a missing one fails closed.

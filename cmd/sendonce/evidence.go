@@ -12,28 +12,37 @@ import (
 )
 
 func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("evidence verify", "BUNDLE [--public-key BASE64] [--store PATH]")
-	pubKey := fs.String("public-key", "", "require the seal to be signed by this ed25519 key (base64)")
+	fs := env.flags("evidence verify", "BUNDLE [--store PATH] [--public-key BASE64] [--allow-unauthenticated]")
+	pubKey := fs.String("public-key", "", "also require the seal to be signed by this ed25519 key (base64)")
+	allow := fs.Bool("allow-unauthenticated", false, "accept a bundle that is consistent but that nothing outside it vouches for (exit 0, authenticated: false)")
 	pos, err := parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	req := sendonce.VerifyRequest{Path: pos[0]}
+	req := sendonce.VerifyRequest{Path: pos[0], AllowUnauthenticated: *allow}
 	if *pubKey != "" {
 		if req.PublicKey, err = sendonce.ParsePublicKey(*pubKey); err != nil {
 			return err
 		}
 	}
+	// The store vouches for a bundle: the one named, else the default one when there is
+	// one. Without a store the bundle can be checked only in itself (exit 10).
+	explicit := env.storePath != ""
+	c, err := env.open(ctx)
 	var res sendonce.VerifyResult
-	if env.storePath == "" {
-		res, err = sendonce.VerifyEvidence(req)
-	} else {
-		var c *sendonce.Client
-		if c, err = env.open(ctx); err != nil {
-			return err
-		}
+	switch {
+	case err == nil:
 		defer c.Close()
 		res, err = c.VerifyEvidence(ctx, req)
+	case explicit:
+		return err
+	default:
+		res, err = sendonce.VerifyEvidence(req)
+	}
+	if errors.Is(err, sendonce.ErrUnauthenticated) {
+		env.print(res)            // what was checked, then exit 10
+		env.printed = env.jsonOut // in text mode the sentence follows on stderr
+		return err
 	}
 	if err != nil {
 		return err

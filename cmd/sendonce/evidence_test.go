@@ -51,8 +51,11 @@ func TestVerifyAgainstStoreDetectsDroppedSteps(t *testing.T) {
 	b, _ := os.ReadFile(steps)
 	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
 	os.WriteFile(steps, []byte(lines[0]), 0o600)
-	if out, code := cli(t, nil, "evidence", "verify", dir); code != 0 {
-		t.Fatalf("the shortened bundle alone still verifies (it cannot know): %d %s", code, out)
+	if out, code := cli(t, nil, "evidence", "verify", dir); code != exitUnauthenticated {
+		t.Fatalf("the shortened bundle alone: %d %s; want 10 (consistent, but not authenticated)", code, out)
+	}
+	if out, code := cli(t, nil, "evidence", "verify", dir, "--allow-unauthenticated"); code != 0 {
+		t.Fatalf("the shortened bundle alone, allowed, still verifies (it cannot know): %d %s", code, out)
 	}
 	out, code := cli(t, nil, "evidence", "verify", dir, "--store", path, "--json")
 	if code != exitVerifyFailed || !strings.Contains(out, "records were dropped") {

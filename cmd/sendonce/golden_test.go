@@ -127,6 +127,7 @@ func (g *golden) compare(name string, got map[string]any) {
 var (
 	timeRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	id32RE = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	wsRE   = regexp.MustCompile(`\bws-[a-z2-7]{26}\b`)
 	hex64  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -156,17 +157,28 @@ func (g *golden) normalize(key string, v any) any {
 		s := strings.ReplaceAll(x, g.work, "$WORK")
 		s = strings.ReplaceAll(s, g.repo, "$TESTDATA")
 		s = timeRE.ReplaceAllString(s, "<time>")
-		s = id32RE.ReplaceAllStringFunc(s, func(id string) string {
-			if p, ok := g.ids[id]; ok {
-				return p
-			}
-			p := "<id#" + itoa(len(g.ids)+1) + ">"
-			g.ids[id] = p
-			return p
-		})
-		return s
+		s = wsRE.ReplaceAllStringFunc(s, g.number("workstation"))
+		return id32RE.ReplaceAllStringFunc(s, g.number("id"))
 	}
 	return v
+}
+
+// number replaces an id with <kind#N>, N counting the ids of that kind met so far.
+func (g *golden) number(kind string) func(string) string {
+	return func(id string) string {
+		if p, ok := g.ids[id]; ok {
+			return p
+		}
+		n := 1
+		for _, p := range g.ids {
+			if strings.HasPrefix(p, "<"+kind+"#") {
+				n++
+			}
+		}
+		p := "<" + kind + "#" + itoa(n) + ">"
+		g.ids[id] = p
+		return p
+	}
 }
 
 func (g *golden) write(name, content string) string {
@@ -281,7 +293,9 @@ func TestGoldenGateContract(t *testing.T) {
 	// Evidence and classify, first without a store to check against.
 	storePath := g.env["SENDONCE_STORE"]
 	g.env["SENDONCE_STORE"] = ""
-	g.run("verify-intact", 0, "evidence", "verify", filepath.Join(g.repo, "bundles", "intact"))
+	g.run("verify-intact", 10, "evidence", "verify", filepath.Join(g.repo, "bundles", "intact"))
+	g.run("verify-intact-allowed", 0, "evidence", "verify", filepath.Join(g.repo, "bundles", "intact"), "--allow-unauthenticated")
+	g.run("verify-v1-allowed", 0, "evidence", "verify", filepath.Join(g.repo, "bundles", "v1", "intact"), "--allow-unauthenticated")
 	g.run("verify-intact-against-store", 1, "evidence", "verify", filepath.Join(g.repo, "bundles", "intact"), "--store", storePath)
 	g.run("verify-tampered", 1, "evidence", "verify", filepath.Join(g.repo, "bundles", "tampered", "edited-step-byte"))
 	g.run("verify-wrong-signature", 1, "evidence", "verify", filepath.Join(g.repo, "bundles", "tampered", "wrong-signature"))
@@ -291,7 +305,7 @@ func TestGoldenGateContract(t *testing.T) {
 	g.run("report-no-output", 2, "evidence", "report", filepath.Join(g.repo, "bundles", "intact"))
 	g.run("export", 0, "evidence", "export", filepath.Join(g.repo, "bundles", "intact"), "-o", filepath.Join(g.work, "b.tar.gz"))
 	g.run("export-bad-name", 2, "evidence", "export", filepath.Join(g.repo, "bundles", "intact"), "-o", filepath.Join(g.work, "b.zip"))
-	g.run("verify-export", 0, "evidence", "verify", filepath.Join(g.work, "b.tar.gz"))
+	g.run("verify-export", 0, "evidence", "verify", filepath.Join(g.work, "b.tar.gz"), "--allow-unauthenticated")
 	g.run("classify-sent-verified", 0, "classify", filepath.Join(g.repo, "transcripts", "sent_verified", "label-says-unknown"))
 	g.run("classify-not-sent", 8, "classify", filepath.Join(g.repo, "transcripts", "not_sent", "wrong-title-stopped"))
 	g.run("classify-unknown", 7, "classify", filepath.Join(g.repo, "transcripts", "send_status_unknown", "crash-after-send-pressed"))

@@ -152,7 +152,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -229,6 +229,8 @@ CREATE TABLE provider_objects (
 `, `
 CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL);
 ALTER TABLE authorizers ADD COLUMN revoked_at INTEGER;
+`, `
+CREATE TABLE workstations (id TEXT PRIMARY KEY, public_key BLOB NOT NULL, registered_at INTEGER NOT NULL);
 `}
 }
 
@@ -623,6 +625,20 @@ func (t *sqlTx) StoreID() (string, error) {
 	var id string
 	err := t.tx.QueryRow("SELECT store_id FROM store_meta WHERE id = 1").Scan(&id)
 	return id, err
+}
+
+func (t *sqlTx) AddWorkstation(id string, pub ed25519.PublicKey, at time.Time) error {
+	_, err := t.tx.Exec("INSERT INTO workstations (id, public_key, registered_at) VALUES (?, ?, ?)", id, []byte(pub), nanos(at))
+	return err
+}
+
+func (t *sqlTx) Workstation(id string) (ed25519.PublicKey, error) {
+	var pub []byte
+	err := t.tx.QueryRow("SELECT public_key FROM workstations WHERE id = ?", id).Scan(&pub)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return ed25519.PublicKey(pub), err
 }
 
 func (t *sqlTx) Authorizer(name string) (ed25519.PublicKey, error) {

@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -64,6 +65,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
 		{"DisplayLease", testDisplayLease},
 		{"ResolveWithProviderEvidence", testResolve},
+		{"WorkstationKeys", testWorkstationKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -703,4 +705,26 @@ func testAuthorizerStatements(t *testing.T, s *store.Store, c *Clock) {
 	wantErr(t, "authorization by a revoked authorizer", s.Authorize(ctx, auth, "resend"), gate.ErrInvalid)
 	again := statement("add", "dave", dave.Public().(ed25519.PublicKey), "carol", carol, "nonce-add-dave-02")
 	wantErr(t, "a revoked name added again", s.ApplyStatement(ctx, again), gate.ErrInvalid)
+}
+
+// testWorkstationKeys: a workstation's sealing key is registered once; the same key
+// again is accepted, another key for the same id is refused and changes nothing.
+func testWorkstationKeys(t *testing.T, s *store.Store, c *Clock) {
+	ctx := context.Background()
+	a := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)).Public().(ed25519.PublicKey)
+	b := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32)).Public().(ed25519.PublicKey)
+	if pub, err := s.WorkstationKey(ctx, "ws-1"); err != nil || pub != nil {
+		t.Fatalf("unregistered workstation: %v, %v", pub, err)
+	}
+	if err := s.RegisterWorkstation(ctx, "ws-1", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorkstation(ctx, "ws-1", a); err != nil {
+		t.Fatalf("the same key again: %v", err)
+	}
+	wantErr(t, "another key for the same id", s.RegisterWorkstation(ctx, "ws-1", b), gate.ErrInvalid)
+	wantErr(t, "a bad id", s.RegisterWorkstation(ctx, "ws/1", b), gate.ErrInvalid)
+	if pub, err := s.WorkstationKey(ctx, "ws-1"); err != nil || !bytes.Equal(pub, a) {
+		t.Fatalf("registered key: %v, %v", pub, err)
+	}
 }
