@@ -452,8 +452,8 @@ func (j *judge) confirmByScreen() {
 		run = append(run, a)
 		if d := time.Duration(a.mono - run[0].mono); d >= j.rules.Settle {
 			j.confirmed = true
-			j.why(a.seq, "after the send, %d finished item(s) of ours named %q with a matching size, at most %d before, held in every read from record %d to %d (%v, settle %v): a new sent item confirms this dispatch",
-				n, j.m.FileName, baseline, run[0].seq, a.seq, d, j.rules.Settle)
+			j.why(a.seq, "after the send, %d finished item(s) of ours named %q with a matching size, at most %d before, held in every read from record %d to %d (at least the settle time %v apart): a new sent item confirms this dispatch",
+				n, j.m.FileName, baseline, run[0].seq, a.seq, j.rules.Settle)
 			return
 		}
 	}
