@@ -56,6 +56,16 @@ type DeliveryRequest struct {
 	// DryRun claims nothing and crosses nothing: it says what the gate would decide and
 	// whether the title matches.
 	DryRun bool
+	// Progress, when set, is told of this delivery's steps: first the claim (with the
+	// key and the dispatch id, so a caller that gives up can ask Status later), then one
+	// event a step. It is called from the delivery's goroutine and must return at once.
+	Progress func(Event)
+}
+
+func (r DeliveryRequest) progress(e Event) {
+	if r.Progress != nil {
+		r.Progress(e)
+	}
 }
 
 // Deliver runs one delivery: it checks the input, snapshots the bytes, claims the key,
@@ -160,6 +170,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		}
 		permit = res.Permit
 		out.DispatchID, out.Token, out.Gate = permit.DispatchID(), permit.Token(), "granted"
+		req.progress(Event{Level: LevelProgress, Message: "claimed: this call delivers it", Key: out.Key, DispatchID: out.DispatchID})
 		d.after("claim")
 	}
 
@@ -205,7 +216,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		Profile: in.profile, Killpoint: d.after,
 		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
 		Progress: func(format string, args ...any) {
-			c.events.send(Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...)})
+			e := Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...), Key: out.Key, DispatchID: dispatch}
+			c.events.send(e)
+			req.progress(e)
 		},
 	}
 	if req.DryRun {
@@ -231,7 +244,11 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	}
 	objectID := ""
 	if res.Crossed && d.providerWanted(req) {
-		objectID = d.askProvider(ctx, req, rec, permit, keys[0], snap)
+		// After a crossing the provider is asked even when the caller gave up: its
+		// answer is what can still settle the outcome.
+		pctx, cancel := detached(ctx)
+		objectID = d.askProvider(pctx, req, rec, permit, keys[0], snap)
+		cancel()
 	}
 	res2, err := d.finish(ctx, permit, rec, out, objectID)
 	if o := gate.Outcome(res2.Outcome); err == nil && o != gate.SendStatusUnknown {

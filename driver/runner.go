@@ -142,7 +142,10 @@ func (r *Runner) deliver(ctx context.Context) error {
 	}
 	r.kill("send_pressed")
 	r.kill("looking")
-	return r.lookForSentItem(ctx, before)
+	// Send was pressed: the look for the sent item reads the screen only, and it is
+	// what can still confirm the delivery, so it runs to its own timeout even when ctx
+	// was cancelled.
+	return r.lookForSentItem(context.WithoutCancel(ctx), before)
 }
 
 // finalReadTimeout bounds the last look after a stop.

@@ -1,11 +1,12 @@
-// Package mcpserver serves sendonce to AI agents over the Model Context Protocol: each
-// tool is a thin call into the sendonce library, and every outcome (and every refusal
-// because a delivery is consumed or held) is a successful tool result an agent cannot
-// misread; tool errors are only for bad input and for fail-closed.
+// Package mcpserver serves sendonce to AI agents over the Model Context Protocol. Each
+// tool is a thin call into the sendonce library. Every outcome, and every refusal
+// because a delivery is consumed or held, is a successful tool result an agent cannot
+// misread (this_call says whether this call did it, next_step what to do); tool errors
+// are only for bad input and for fail-closed, with the kind the CLI's exit codes name.
 //
-// Work in progress (issue 11): the read-only tools. deliver, the gate tools, roots,
-// attaching a repeated call to a running delivery, progress and the HTTP transport are
-// still to come.
+// A retried, repeated or cancelled call never causes a second copy: the gate allows one
+// delivery per key, and a call for a key this server is delivering attaches to that
+// delivery instead of claiming.
 package mcpserver
 
 import (
@@ -13,71 +14,136 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/gate"
 )
 
 // Server is the MCP server over one sendonce Client.
 type Server struct {
-	Client  *sendonce.Client
-	Version string
+	Client *sendonce.Client
+	// Deliverer runs deliveries; nil in a build without the desktop (cgo), where the
+	// deliver tool says so and every other tool works.
+	Deliverer *sendonce.Deliverer
+	// Defaults are the delivery settings a call does not choose: app, display, staging,
+	// timeouts, provider config.
+	Defaults sendonce.DeliveryRequest
+	// AllowDirs are folders whose files may be delivered, besides the client's roots.
+	AllowDirs []string
+	// GateTools adds claim, check, cross, renew and record, for agents that drive an
+	// app themselves.
+	GateTools bool
+	Version   string
+
+	mu      sync.Mutex
+	flights map[string]*flight // deliveries running in this server, by key
+}
+
+// flight is a delivery in progress that later calls for the same key attach to.
+type flight struct {
+	done chan struct{}
+	out  DeliverOutput
+	err  error
+}
+
+// New builds the MCP server with its tools.
+func (s *Server) New() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sendonce", Version: s.Version}, &mcp.ServerOptions{
+		Instructions: "sendonce delivers a file through a desktop chat app at most once per destination and content, and leaves evidence. " +
+			"send_status_unknown means the file may already be with the recipient: never send it again, with this or any other tool; call reconcile, or ask a person.",
+	})
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	addTool(srv, &mcp.Tool{Name: "deliver", Description: deliverDescription,
+		Annotations: &mcp.ToolAnnotations{Title: "Deliver a file once", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}}, s.deliver)
+	addTool(srv, &mcp.Tool{Name: "status", Annotations: readOnly,
+		Description: "Where a delivery stands: free, held, not_sent, or consumed (sent_verified, send_status_unknown, sent_rejected). It never sends anything."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
+			return toolResult(s.Client.Status(ctx, in.request()))
+		})
+	addTool(srv, &mcp.Tool{Name: "show", Annotations: readOnly,
+		Description: "A delivery's status with every decision the gate made about it, in order."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
+			return toolResult(s.Client.Show(ctx, in.request()))
+		})
+	addTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly,
+		Description: "Verify an evidence bundle and authenticate it with the store: authenticated false means nothing outside the bundle vouches for it."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyInput) (*mcp.CallToolResult, sendonce.VerifyResult, error) {
+			return toolResult(s.Client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: in.Bundle, AllowUnauthenticated: true}))
+		})
+	addTool(srv, &mcp.Tool{Name: "reconcile", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
+		Description: "Ask the chat provider about deliveries whose outcome is send_status_unknown, and settle them from its answer. It never sends anything."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReconcileInput) (*mcp.CallToolResult, sendonce.ReconcileResult, error) {
+			return toolResult(s.Client.Reconcile(ctx, sendonce.ReconcileRequest{Key: in.Key, ProviderConfig: s.Defaults.ProviderConfig, Staging: s.Defaults.Staging}))
+		})
+	if s.GateTools {
+		s.addGateTools(srv)
+	}
+	return srv
+}
+
+const deliverDescription = `Deliver a file to a conversation of a desktop chat app, at most once per destination and file content, with evidence.
+The result's outcome: sent_verified (it arrived; never send it again), not_sent (nothing was sent; you may call deliver again), sent_rejected (it arrived with other bytes or to another recipient; ask a person), send_status_unknown (the file may already be with the recipient: do not send it again with this or any other tool; call reconcile, or ask a person).
+this_call is false when an earlier attempt recorded the outcome: a recorded sent_verified is not a delivery by this call. Calling deliver again with the same file and destination is safe: it answers with the recorded outcome and sends nothing.`
+
+func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	t.OutputSchema = schemaFor[Out]()
+	mcp.AddTool(srv, t, h)
 }
 
 // StatusInput names a delivery by key, or by destination and file.
 type StatusInput struct {
 	Key    string `json:"key,omitempty" jsonschema:"a delivery key as deliver and status print it"`
 	To     string `json:"to,omitempty" jsonschema:"the conversation's exact visible title"`
-	DestID string `json:"dest_id,omitempty" jsonschema:"the provider id of the destination, e.g. xmpp:bob@example.org"`
-	File   string `json:"file,omitempty" jsonschema:"absolute path of the file whose delivery to look up"`
+	DestID string `json:"dest_id,omitempty" jsonschema:"the destination's provider id, e.g. xmpp:bob@example.org"`
+	File   string `json:"file,omitempty" jsonschema:"absolute path of the file"`
+}
+
+func (in StatusInput) request() sendonce.StatusRequest {
+	return sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}, Content: sendonce.Content{Path: in.File}}
 }
 
 // VerifyInput names a bundle.
 type VerifyInput struct {
-	Bundle string `json:"bundle" jsonschema:"the evidence bundle folder or archive, as deliver printed it"`
+	Bundle string `json:"bundle" jsonschema:"the evidence bundle folder or archive, as deliver returned it"`
 }
 
-// New builds the MCP server with its tools.
-func (s *Server) New() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sendonce", Version: s.Version}, nil)
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(srv, &mcp.Tool{Name: "status", Annotations: readOnly, OutputSchema: schemaFor[sendonce.StatusResult](),
-		Description: "Where a delivery stands: free, held, consumed (sent_verified, send_status_unknown, sent_rejected) or not_sent. Reading it never sends anything."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			res, err := s.Client.Status(ctx, statusRequest(in))
-			return toolResult(res, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "show", Annotations: readOnly, OutputSchema: schemaFor[sendonce.StatusResult](),
-		Description: "A delivery's status with every decision the gate made about it, in order."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			res, err := s.Client.Show(ctx, statusRequest(in))
-			return toolResult(res, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly, OutputSchema: schemaFor[sendonce.VerifyResult](),
-		Description: "Verify an evidence bundle and authenticate it with the store: authenticated false means nothing outside the bundle vouches for it."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyInput) (*mcp.CallToolResult, sendonce.VerifyResult, error) {
-			res, err := s.Client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: in.Bundle, AllowUnauthenticated: true})
-			return toolResult(res, err)
-		})
-	return srv
+// ReconcileInput optionally narrows reconcile to one key.
+type ReconcileInput struct {
+	Key string `json:"key,omitempty" jsonschema:"only this delivery key; every unknown attempt when empty"`
 }
 
-// schemaFor is the output schema of a library result: its times are RFC 3339 strings.
+// schemaFor is the JSON schema of a result type: its times are RFC 3339 strings.
 func schemaFor[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[sendonce.Time](): {Type: "string", Format: "date-time"},
+		reflect.TypeFor[sendonce.Time](): {Type: "string"},
 	}})
 	if err != nil {
 		panic(fmt.Sprintf("output schema of %T: %v", *new(T), err))
 	}
+	optional(s)
 	return s
 }
 
-func statusRequest(in StatusInput) sendonce.StatusRequest {
-	return sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}, Content: sendonce.Content{Path: in.File}}
+// optional drops "required" throughout: a result's conditional fields (a grant, a
+// refusal, a prior attempt) are absent when they do not apply, and the types stay.
+func optional(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Required = nil
+	for _, p := range s.Properties {
+		optional(p)
+	}
+	optional(s.Items)
+	for _, d := range s.Defs {
+		optional(d)
+	}
+	optional(s.AdditionalProperties)
 }
 
 // toolResult turns a library error into a tool error an agent and a person can act on;
@@ -87,19 +153,243 @@ func toolResult[R any](res R, err error) (*mcp.CallToolResult, R, error) {
 		return nil, res, nil
 	}
 	var zero R
-	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %v", kind(err), err)}}}
-	return r, zero, nil
+	return toolError(err), zero, nil
 }
 
-// kind is the error's kind, as the CLI's exit codes name them.
-func kind(err error) string {
+func toolError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %v", ErrorKind(err), err)}}}
+}
+
+// ErrorKind is an error's kind, as the CLI's exit codes name them.
+func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, sendonce.ErrInvalid):
 		return "bad_input"
 	case errors.Is(err, sendonce.ErrUnavailable), errors.Is(err, sendonce.ErrNotInitialized):
 		return "fail_closed"
+	case errors.Is(err, sendonce.ErrStale):
+		return "stale"
+	case errors.Is(err, sendonce.ErrConsumed):
+		return "consumed"
+	case errors.Is(err, sendonce.ErrHeld):
+		return "held"
 	case errors.Is(err, sendonce.ErrEvidence):
 		return "evidence_untrusted"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "interrupted"
 	}
 	return "error"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// DeliverInput is what a deliver call chooses.
+type DeliverInput struct {
+	To     string `json:"to" jsonschema:"the conversation's exact visible title, checked on screen before anything is sent"`
+	DestID string `json:"dest_id,omitempty" jsonschema:"the destination's provider id (e.g. xmpp:bob@example.org): a strong identity; without it the title alone is a weak one"`
+	File   string `json:"file" jsonschema:"absolute path of the file, under one of the client's roots or a folder the server allows"`
+	App    string `json:"app,omitempty" jsonschema:"the chat app's profile (default: the server's)"`
+	Task   string `json:"task,omitempty" jsonschema:"this task's id, to resume a delivery; a new one when empty"`
+}
+
+// DeliverOutput is a deliver call's answer, on top of the library's result.
+type DeliverOutput struct {
+	// Outcome is sent_verified, not_sent, send_status_unknown or sent_rejected: this
+	// call's, or the one an earlier attempt recorded.
+	Outcome string `json:"outcome"`
+	// Decision is granted (this call delivered), attached (it waited for the same
+	// delivery running in this server), or refused (consumed, or held by another).
+	Decision string `json:"decision"`
+	// ThisCall is true only when this call's delivery recorded the outcome.
+	ThisCall     bool          `json:"this_call"`
+	PriorAttempt *PriorAttempt `json:"prior_attempt,omitempty"`
+	NextStep     string        `json:"next_step"`
+	Path         string        `json:"path"`
+	SHA256       string        `json:"sha256"`
+	Key          string        `json:"key"`
+	// Result is the library's delivery result (evidence, reasons, dispatch id, ...).
+	Result sendonce.DeliveryResult `json:"result"`
+}
+
+// PriorAttempt is the attempt that decided a key before this call.
+type PriorAttempt struct {
+	DispatchID string `json:"dispatch_id,omitempty"`
+	Evidence   string `json:"evidence,omitempty"`
+	Status     string `json:"status"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// nextStep says plainly what an agent may do after an outcome.
+func nextStep(outcome, decision string) string {
+	switch {
+	case decision == "refused" && outcome == string(gate.StatusHeld):
+		return "another executor is delivering this file to this destination now: call status later; never send it another way"
+	case outcome == string(gate.SentVerified):
+		return "done: the file is with the recipient; do not send it again"
+	case outcome == string(gate.NotSent):
+		return "nothing was sent: you may call deliver again"
+	case outcome == string(gate.SentRejected):
+		return "it arrived with other bytes or to another recipient: ask a person; do not send it again"
+	}
+	return "the file may already be with the recipient: do not send it again with this or any other tool; call reconcile, or ask a person"
+}
+
+// deliver runs one delivery, or attaches to the one this server runs for the same key.
+func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in DeliverInput) (*mcp.CallToolResult, DeliverOutput, error) {
+	if s.Deliverer == nil {
+		return toolError(fmt.Errorf("%w: this sendonce was built without the desktop (cgo): deliver needs the desktop build; status, show, reconcile and verify_evidence work", sendonce.ErrInvalid)), DeliverOutput{}, nil
+	}
+	path, ask, err := s.checkPath(req, in.File)
+	switch {
+	case ask != nil:
+		return ask, DeliverOutput{}, nil // the call comes back with the client's roots
+	case err != nil:
+		return toolError(err), DeliverOutput{}, nil
+	}
+	if in.To == "" {
+		return toolError(fmt.Errorf("%w: to (the conversation's visible title) is required", sendonce.ErrInvalid)), DeliverOutput{}, nil
+	}
+	dest := sendonce.Destination{Title: in.To, ProviderID: in.DestID}
+	// The key of what the file holds now: a call for a key already on its way attaches.
+	st, err := s.Client.Status(ctx, sendonce.StatusRequest{Destination: dest, Content: sendonce.Content{Path: path}})
+	if err != nil {
+		return toolError(err), DeliverOutput{}, nil
+	}
+	f, owner := s.join(st.Key)
+	if !owner {
+		notify(ctx, req, "attached: this server is delivering the same file to the same destination", st.Key, "")
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return toolError(ctx.Err()), DeliverOutput{}, nil
+		}
+		if f.err != nil {
+			return toolError(f.err), DeliverOutput{}, nil
+		}
+		out := f.out
+		out.Decision, out.ThisCall = "attached", false
+		return nil, out, nil
+	}
+	out, err := s.run(ctx, req, in, dest, path)
+	f.out, f.err = out, err
+	s.land(st.Key, f)
+	if err != nil {
+		return toolError(err), DeliverOutput{}, nil
+	}
+	return nil, out, nil
+}
+
+// join returns the flight for key and whether this call is its owner (the one that
+// runs the delivery).
+func (s *Server) join(key string) (*flight, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flights == nil {
+		s.flights = map[string]*flight{}
+	}
+	if f, ok := s.flights[key]; ok {
+		return f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	s.flights[key] = f
+	return f, true
+}
+
+func (s *Server) land(key string, f *flight) {
+	s.mu.Lock()
+	delete(s.flights, key)
+	s.mu.Unlock()
+	close(f.done)
+}
+
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, in DeliverInput, dest sendonce.Destination, path string) (DeliverOutput, error) {
+	r := s.Defaults
+	if in.App != "" {
+		r.App, r.Profile = in.App, nil
+	}
+	r.Destination, r.Content, r.Task = dest, sendonce.Content{Path: path}, in.Task
+	progress := newProgress(ctx, req)
+	defer progress.close()
+	r.Progress = progress.send
+	res, err := s.Deliverer.Deliver(ctx, r)
+	out := DeliverOutput{Outcome: res.Outcome, Path: path, Key: res.Key, Result: res}
+	if len(res.Keys) > 0 {
+		out.SHA256 = keyDigest(res.Key)
+	}
+	switch {
+	case errors.Is(err, sendonce.ErrConsumed), errors.Is(err, sendonce.ErrHeld):
+		// A refusal is an answer, not an error: the recorded outcome, or the holder.
+		out.Decision, out.ThisCall, out.Outcome = "refused", false, res.Gate
+		out.PriorAttempt = &PriorAttempt{DispatchID: res.DispatchID, Evidence: res.Evidence, Status: res.Gate, Reason: res.Stopped}
+	case err != nil:
+		return DeliverOutput{}, err
+	default:
+		out.Decision, out.ThisCall = "granted", true
+	}
+	out.NextStep = nextStep(out.Outcome, out.Decision)
+	return out, nil
+}
+
+// keyDigest is the SHA-256 a key names (its last part).
+func keyDigest(key string) string {
+	k, err := gate.ParseKey(key)
+	if err != nil {
+		return ""
+	}
+	return k.Digest().String()
+}
+
+// progress forwards a delivery's events as MCP progress notifications, when the client
+// gave a progress token, without ever blocking the delivery.
+type progress struct {
+	ch   chan sendonce.Event
+	done chan struct{}
+}
+
+func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
+	p := &progress{ch: make(chan sendonce.Event, 64), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		n := 0
+		for e := range p.ch {
+			n++
+			notifyN(ctx, req, e.Message, e.Key, e.DispatchID, n)
+		}
+	}()
+	return p
+}
+
+func (p *progress) send(e sendonce.Event) {
+	select {
+	case p.ch <- e:
+	default: // a slow client loses progress lines, never the delivery's time
+	}
+}
+
+func (p *progress) close() {
+	close(p.ch)
+	<-p.done
+}
+
+func notify(ctx context.Context, req *mcp.CallToolRequest, msg, key, dispatch string) {
+	notifyN(ctx, req, msg, key, dispatch, 1)
+}
+
+// notifyN sends one progress notification; the message carries the key and dispatch
+// id, so that a client that gave up can ask status later.
+func notifyN(ctx context.Context, req *mcp.CallToolRequest, msg, key, dispatch string, n int) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return
+	}
+	if key != "" {
+		msg += " (key " + key
+		if dispatch != "" {
+			msg += ", dispatch " + dispatch
+		}
+		msg += ")"
+	}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	req.Session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(n)})
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,10 +13,19 @@ import (
 	"github.com/sendonce/sendonce"
 )
 
-func connect(t *testing.T) *mcp.ClientSession {
+// testServer is a store in a temporary folder and the MCP server over it, connected to
+// a client through in-memory transports.
+type testServer struct {
+	srv  *Server
+	cs   *mcp.ClientSession
+	work string
+}
+
+func newTestServer(t *testing.T, configure func(*Server), roots ...string) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	loc := filepath.Join(t.TempDir(), "sendonce.db")
+	work := t.TempDir()
+	loc := filepath.Join(work, "sendonce.db")
 	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -24,48 +34,179 @@ func connect(t *testing.T) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	s := &Server{Client: c, Version: "test"}
+	if configure != nil {
+		configure(s)
+	}
 	st, ct := mcp.NewInMemoryTransports()
-	if _, err := (&Server{Client: c, Version: "test"}).New().Connect(ctx, st, nil); err != nil {
+	if _, err := s.New().Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	for _, r := range roots {
+		client.AddRoots(&mcp.Root{URI: "file://" + r})
+	}
+	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs
+	return &testServer{srv: s, cs: cs, work: work}
 }
 
-func TestReadOnlyToolsAreAnnotated(t *testing.T) {
-	cs := connect(t)
-	res, err := cs.ListTools(context.Background(), nil)
+func (ts *testServer) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := ts.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	for _, tool := range res.Tools {
-		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint || tool.OutputSchema == nil {
-			t.Errorf("%s: annotations %+v, output schema %v; want read-only with a typed output", tool.Name, tool.Annotations, tool.OutputSchema)
+	var out map[string]any
+	if b, err := json.Marshal(res.StructuredContent); err == nil {
+		json.Unmarshal(b, &out)
+	}
+	return res, out
+}
+
+func errorText(res *mcp.CallToolResult) string {
+	if !res.IsError || len(res.Content) == 0 {
+		return ""
+	}
+	t, _ := res.Content[0].(*mcp.TextContent)
+	if t == nil {
+		return ""
+	}
+	return t.Text
+}
+
+// TestToolsAndAnnotations: the tools, with the annotations the spec defines and a typed
+// output schema each; the gate tools only when asked for.
+func TestToolsAndAnnotations(t *testing.T) {
+	for _, gateTools := range []bool{false, true} {
+		ts := newTestServer(t, func(s *Server) { s.GateTools = gateTools })
+		res, err := ts.cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools := map[string]*mcp.Tool{}
+		for _, tool := range res.Tools {
+			tools[tool.Name] = tool
+			if tool.OutputSchema == nil || tool.InputSchema == nil || tool.Annotations == nil {
+				t.Errorf("%s: no typed input, output or annotations", tool.Name)
+			}
+		}
+		want := []string{"deliver", "status", "show", "reconcile", "verify_evidence"}
+		if gateTools {
+			want = append(want, "claim", "check", "cross", "renew", "record")
+		}
+		if len(tools) != len(want) {
+			t.Fatalf("gate tools %v: %d tools; want %v", gateTools, len(tools), want)
+		}
+		for _, name := range want {
+			if tools[name] == nil {
+				t.Fatalf("no tool %s", name)
+			}
+		}
+		for _, name := range []string{"status", "show", "verify_evidence"} {
+			if !tools[name].Annotations.ReadOnlyHint {
+				t.Errorf("%s is not read-only", name)
+			}
+		}
+		d := tools["deliver"].Annotations
+		if d.ReadOnlyHint || d.DestructiveHint == nil || *d.DestructiveHint || !d.IdempotentHint || d.OpenWorldHint == nil || !*d.OpenWorldHint {
+			t.Errorf("deliver annotations %+v; want not destructive, idempotent, open-world", d)
+		}
+		if !strings.Contains(tools["deliver"].Description, "do not send it again with this or any other tool") {
+			t.Errorf("the deliver description does not say what send_status_unknown means")
+		}
+		if gateTools && !strings.Contains(tools["cross"].Description, "record send_status_unknown") {
+			t.Errorf("the gate tools do not say to record send_status_unknown when unsure")
 		}
 	}
-	if len(res.Tools) != 3 {
-		t.Fatalf("%d tools", len(res.Tools))
+}
+
+func TestStatusAndBadInput(t *testing.T) {
+	ts := newTestServer(t, nil)
+	const key = "v2:xmpp:bob@localhost:8a3c67892f82af22b58377b8e85bb41899053788d3aa3b81d2e6b4580e917c29"
+	res, out := ts.call(t, "status", map[string]any{"key": key})
+	if res.IsError || out["status"] != "free" {
+		t.Fatalf("status: %+v %v", res, out)
+	}
+	res, _ = ts.call(t, "status", map[string]any{"key": "nonsense"})
+	if !strings.HasPrefix(errorText(res), "bad_input:") {
+		t.Fatalf("a malformed key: %q; want a bad_input tool error", errorText(res))
+	}
+	if _, err := ts.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"colour": "red"}}); err == nil {
+		// The SDK validates input against the schema: an unknown field is refused.
+		res, _ := ts.call(t, "status", map[string]any{"colour": "red"})
+		if !res.IsError {
+			t.Fatalf("an unknown field was accepted")
+		}
 	}
 }
 
-func TestStatusOfAFreeKeyAndBadInput(t *testing.T) {
-	cs := connect(t)
-	ctx := context.Background()
-	const key = "v2:xmpp:bob@localhost:8a3c67892f82af22b58377b8e85bb41899053788d3aa3b81d2e6b4580e917c29"
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"key": key}})
-	if err != nil || res.IsError {
-		t.Fatalf("status: %v %+v", err, res)
+// TestDeliverWithoutDesktop: in a build without cgo there is no Deliverer; deliver says
+// so and nothing is claimed, the other tools work.
+func TestDeliverWithoutDesktop(t *testing.T) {
+	ts := newTestServer(t, nil)
+	f := filepath.Join(ts.work, "r.txt")
+	os.WriteFile(f, []byte("x"), 0o644)
+	res, _ := ts.call(t, "deliver", map[string]any{"to": "Bob", "file": f})
+	if !strings.Contains(errorText(res), "needs the desktop build") {
+		t.Fatalf("deliver without a desktop: %q", errorText(res))
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if !strings.Contains(string(b), `"status":"free"`) {
-		t.Fatalf("structured content %s; want status free", b)
+	_, out := ts.call(t, "status", map[string]any{"to": "Bob", "file": f})
+	if out["status"] != "free" {
+		t.Fatalf("after the refused deliver the key is %v; want free (nothing claimed)", out["status"])
 	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"key": "nonsense"}})
-	if err != nil || !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "bad_input:") {
-		t.Fatalf("a malformed key: %v %+v; want a bad_input tool error", err, res)
+}
+
+// TestGateToolsRefusalIsAResult: a second claim for a held key is a decision, not a tool
+// error; bad input is a tool error.
+func TestGateToolsRefusalIsAResult(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.GateTools = true; s.AllowDirs = []string{dir} })
+	f := filepath.Join(dir, "r.txt")
+	os.WriteFile(f, []byte("report"), 0o644)
+	res, out := ts.call(t, "claim", map[string]any{"to": "Bob", "file": f, "task": "A"})
+	if res.IsError || out["decision"] != "granted" {
+		t.Fatalf("first claim: %q %v", errorText(res), out)
+	}
+	res, out = ts.call(t, "claim", map[string]any{"to": "Bob", "file": f, "task": "B"})
+	if res.IsError || out["decision"] != "refused" {
+		t.Fatalf("second claim: %q %v; want a refusal as a result", errorText(res), out)
+	}
+	res, _ = ts.call(t, "claim", map[string]any{"to": "Bob", "file": "r.txt", "task": "C"})
+	if !strings.HasPrefix(errorText(res), "bad_input:") {
+		t.Fatalf("a relative path: %q; want bad_input", errorText(res))
+	}
+}
+
+// TestPathsAreChecked: only absolute paths of regular files under an allowed folder or
+// a client root; a link out of a root is judged by where it leads.
+func TestPathsAreChecked(t *testing.T) {
+	allowed, other := t.TempDir(), t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.AllowDirs = []string{allowed} })
+	in := filepath.Join(allowed, "in.txt")
+	out := filepath.Join(other, "out.txt")
+	os.WriteFile(in, []byte("in"), 0o644)
+	os.WriteFile(out, []byte("out"), 0o644)
+	os.Symlink(out, filepath.Join(allowed, "link.txt"))
+	for _, c := range []struct{ path, want string }{
+		{in, ""},
+		{out, "outside the client's roots and the allowed folders"},
+		{filepath.Join(allowed, "link.txt"), "outside the client's roots"},
+		{allowed, "is a folder"},
+		{"in.txt", "absolute path"},
+		{filepath.Join(allowed, "missing.txt"), "cannot read"},
+	} {
+		got, ask, err := ts.srv.checkPath(nil, c.path)
+		switch {
+		case ask != nil:
+			t.Errorf("%s: asked for roots without a session", c.path)
+		case c.want == "" && (err != nil || got != in):
+			t.Errorf("%s: %q, %v; want it accepted", c.path, got, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v; want %q", c.path, err, c.want)
+		}
 	}
 }
