@@ -42,6 +42,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight // deliveries running in this server, by key
+	// one lets one delivery run at a time: a Deliverer (its OCR engine) runs one, and
+	// deliveries share the display anyway.
+	one chan struct{}
 }
 
 // flight is a delivery in progress that later calls for the same key attach to.
@@ -295,6 +298,15 @@ func (s *Server) join(key string) (*flight, bool) {
 	return f, true
 }
 
+func (s *Server) turn() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.one == nil {
+		s.one = make(chan struct{}, 1)
+	}
+	return s.one
+}
+
 func (s *Server) land(key string, f *flight) {
 	s.mu.Lock()
 	delete(s.flights, key)
@@ -308,6 +320,12 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, in DeliverIn
 		r.App, r.Profile = in.App, nil
 	}
 	r.Destination, r.Content, r.Task = dest, sendonce.Content{Path: path}, in.Task
+	select {
+	case s.turn() <- struct{}{}:
+		defer func() { <-s.one }()
+	case <-ctx.Done():
+		return DeliverOutput{}, ctx.Err() // nothing was claimed
+	}
 	progress := newProgress(ctx, req)
 	defer progress.close()
 	r.Progress = progress.send

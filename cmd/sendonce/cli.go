@@ -156,6 +156,7 @@ func commands() []command {
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
+		{"mcp", "serve the tools to AI agents over MCP (stdio, or streamable HTTP with --http)", cmdMCP},
 	}...)
 }
 

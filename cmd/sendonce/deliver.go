@@ -183,6 +183,23 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open func(c
 	return res, deliveryExit(res)
 }
 
+// mcpDeliverer is the MCP server's Deliverer: the live desktop, or a recorded fixture
+// (test builds), with one OCR engine; the func closes it.
+func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sendonce.Deliverer, func(), error) {
+	if err := tesseract.LanguageAvailable("eng"); err != nil {
+		return nil, nil, usagef("mcp: %v", err)
+	}
+	open := openLive
+	if replayDir != "" {
+		open = replayDesktop(&deliverFlags{replay: replayDir})
+	}
+	ocr, err := tesseract.New()
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	return &sendonce.Deliverer{Client: c, OpenDesktop: open, OCR: ocr, AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
+}
+
 // deliveryExit is the exit a delivery's result gives: its outcome's, or not_sent's for
 // a dry run that would not proceed.
 func deliveryExit(res sendonce.DeliveryResult) error {

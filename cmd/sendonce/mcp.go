@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/mcpserver"
+)
+
+// mcpFlags are the delivery settings the server's deliveries share.
+type mcpFlags struct {
+	app, display, staging, providerConfig, replay string
+	sentItemTimeout, displayWait                  time.Duration
+}
+
+// dirList is a repeatable --allow-dir.
+type dirList []string
+
+func (d *dirList) String() string     { return strings.Join(*d, ",") }
+func (d *dirList) Set(s string) error { *d = append(*d, s); return nil }
+
+// cmdMCP serves the tools over MCP: stdio by default, streamable HTTP on loopback with
+// --http (a bearer token required).
+func cmdMCP(ctx context.Context, env *environment, args []string) error {
+	var f mcpFlags
+	var allow dirList
+	fs := env.flags("mcp", "[--http 127.0.0.1:PORT --token-file FILE] [--allow-dir DIR]... [--gate-tools] [--app gajim] [--display :0] [--staging DIR]")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this loopback `ADDR` (127.0.0.1:PORT) instead of stdio")
+	tokenFile := fs.String("token-file", "", "with --http: the `FILE` holding the bearer token clients must send (0600)")
+	gateTools := fs.Bool("gate-tools", false, "also offer claim, check, cross, renew and record, for agents that drive an app themselves")
+	fs.Var(&allow, "allow-dir", "a `DIR` whose files may be delivered, besides the client's roots (repeatable)")
+	fs.StringVar(&f.app, "app", "gajim", "the chat app's profile deliveries use unless a call names another")
+	fs.StringVar(&f.display, "display", "", "the X display (default $DISPLAY)")
+	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept (default $SENDONCE_STAGING, else the state folder's staging/)")
+	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where evidence bundles go (default: next to the store, in evidence/)")
+	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
+	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long a delivery waits for another on the same display")
+	fs.StringVar(&f.providerConfig, "provider-config", "", "the provider account `FILE` for lookups after a send and for reconcile")
+	if testHooks {
+		fs.StringVar(&f.replay, "replay", "", "testing: deliveries drive a recorded fixture `DIR` instead of the live desktop")
+	}
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	var token string
+	if *httpAddr != "" {
+		var err error
+		if token, err = readToken(*tokenFile); err != nil {
+			return err
+		}
+		if err := loopbackOnly(*httpAddr); err != nil {
+			return err
+		}
+	}
+	c, err := env.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if f.replay != "" && f.display == "" {
+		f.display = ":replay"
+	}
+	d, closeDesktop, err := env.mcpDeliverer(c, f.replay)
+	if err != nil {
+		return err
+	}
+	defer closeDesktop()
+	srv := &mcpserver.Server{Client: c, Deliverer: d, AllowDirs: allow, GateTools: *gateTools, Version: sendonce.Version,
+		Defaults: sendonce.DeliveryRequest{App: f.app, Display: f.display, Staging: f.staging, DisplayWait: f.displayWait,
+			SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig}}
+	if d != nil {
+		if srv.Defaults, err = mcpDefaults(env, f, srv.Defaults); err != nil {
+			return err
+		}
+	}
+	if *httpAddr == "" {
+		err := srv.New().Run(ctx, &mcp.StdioTransport{})
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	return serveHTTP(ctx, env, srv.New(), *httpAddr, token)
+}
+
+// mcpDefaults completes the delivery settings as deliver does: the display from
+// $DISPLAY, the staging folder from $SENDONCE_STAGING or the state folder.
+func mcpDefaults(env *environment, f mcpFlags, r sendonce.DeliveryRequest) (sendonce.DeliveryRequest, error) {
+	if r.Display == "" {
+		r.Display = env.getenv("DISPLAY")
+	}
+	if r.Display == "" {
+		return r, usagef("mcp: no display for deliveries: set DISPLAY or give --display")
+	}
+	if r.Staging == "" {
+		r.Staging = env.getenv("SENDONCE_STAGING")
+	}
+	if r.Staging == "" {
+		r.Staging = env.stateDir("staging")
+	}
+	if r.Staging == "" {
+		return r, usagef("mcp: no staging folder: give --staging DIR or set SENDONCE_STAGING")
+	}
+	return r, nil
+}
+
+// readToken reads the bearer token: a private file, at least 32 characters.
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", usagef("mcp: --http needs --token-file FILE: every request must carry its bearer token")
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return "", usagef("mcp: --token-file: %v", err)
+	case !fi.Mode().IsRegular():
+		return "", usagef("mcp: --token-file %s is not a regular file", path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return "", usagef("mcp: --token-file %s is readable by others (mode %v): make it 0600", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usagef("mcp: --token-file: %v", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if len(token) < 32 {
+		return "", usagef("mcp: the token in %s is shorter than 32 characters", path)
+	}
+	return token, nil
+}
+
+// loopbackOnly refuses an address that is not on loopback: the service is for this
+// machine's agents.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("mcp: --http %q must be HOST:PORT", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usagef("mcp: --http %s is not a loopback address (127.0.0.1, ::1 or localhost)", addr)
+	}
+	return nil
+}
+
+// serveHTTP serves streamable HTTP: the bearer token is required, and a request whose
+// Host is not the listener's is refused (the SDK's DNS-rebinding protection stays on
+// as well), until ctx ends.
+func serveHTTP(ctx context.Context, env *environment, srv *mcp.Server, addr, token string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usagef("mcp: listening on %s: %v", addr, err)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	port := ln.Addr().(*net.TCPAddr).Port
+	hosts := map[string]bool{fmt.Sprintf("127.0.0.1:%d", port): true, fmt.Sprintf("localhost:%d", port): true, fmt.Sprintf("[::1]:%d", port): true}
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hosts[r.Host] {
+			http.Error(w, "the Host header is not this server's", http.StatusForbidden)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	hs := &http.Server{Handler: guarded, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	fmt.Fprintf(env.stderr, "sendonce mcp: serving streamable HTTP on http://%s/\n", ln.Addr())
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
