@@ -49,6 +49,7 @@ type Runner struct {
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
+	pressed bool // the submit step began: what follows runs even after a cancel
 	stepSeq int  // the record number of the step being acted on
 }
 
@@ -137,7 +138,15 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	if err := r.crossingPhase(ctx, gate.Send, r.Profile.Send); err != nil {
-		r.dismiss(ctx) // never leave a send page behind; Escape only
+		if !r.pressed {
+			r.dismiss(ctx) // never leave a send page behind; Escape only
+			return err
+		}
+		// Send was pressed and a later step of the phase failed: the look may still
+		// confirm the delivery.
+		if lerr := r.lookForSentItem(context.WithoutCancel(ctx), before); lerr != nil {
+			return errors.Join(err, lerr)
+		}
 		return err
 	}
 	r.kill("send_pressed")
@@ -241,6 +250,12 @@ func (r *Runner) safeStep(ctx context.Context, s Step) error {
 // run the step with the pass the crossing produced.
 func (r *Runner) crossingPhase(ctx context.Context, b gate.Boundary, steps []Step) error {
 	for _, s := range steps {
+		if r.pressed {
+			// After the submit step, the phase's remaining steps (waits for the app to
+			// take it) finish on their own timeouts even when ctx was cancelled: they
+			// are what the evidence needs to tell what happened.
+			ctx = context.WithoutCancel(ctx)
+		}
 		if s.Class == evidence.Safe {
 			if err := r.safeStep(ctx, s); err != nil {
 				return fmt.Errorf("%s: %s: %w", b, s.Name, err)
@@ -291,6 +306,9 @@ func (r *Runner) crossingStep(ctx context.Context, s Step, pass *store.Pass) err
 	}
 	if string(pass.Boundary()) != s.Crosses {
 		return fmt.Errorf("the pass is for %s, the step crosses %s", pass.Boundary(), s.Crosses)
+	}
+	if s.Class == evidence.Submit {
+		r.pressed = true
 	}
 	return r.act(ctx, s, r.stepSeq)
 }
@@ -746,11 +764,19 @@ func (r *Runner) checkSendPage(ctx context.Context) error {
 }
 
 // dismiss closes the send page without sending, with Escape only.
+//
+// It runs even when ctx was cancelled (a cancel must not leave a send page holding the
+// file behind), on a context of its own with a deadline.
 func (r *Runner) dismiss(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dismissTimeout)
+	defer cancel()
 	for _, s := range r.Profile.Dismiss {
 		r.run(ctx, s)
 	}
 }
+
+// dismissTimeout bounds the Escape-only cleanup after a stop.
+const dismissTimeout = 10 * time.Second
 
 // lookForSentItem waits for a new finished item of ours with the file's name (more of
 // them than before the send), then reads again after the profile's settle time: the

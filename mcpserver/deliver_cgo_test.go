@@ -33,6 +33,9 @@ type replayServer struct {
 	drv  *replay.Driver
 	file string
 	sum  string
+	// moment, when set, is told of each durable moment of a delivery (claim,
+	// picker_opened, file_chosen, send_pressed, looking, recorded).
+	moment func(string)
 }
 
 func newReplayServer(t *testing.T, fixture string) *replayServer {
@@ -58,13 +61,20 @@ func newReplayServer(t *testing.T, fixture string) *replayServer {
 	staging := filepath.Join(t.TempDir(), "staging")
 	os.Mkdir(staging, 0o750)
 	os.Chmod(staging, 0o750)
+	rs := &replayServer{drv: drv}
 	ts := newTestServer(t, func(s *Server) {
 		s.Deliverer = &sendonce.Deliverer{Client: s.Client, OCR: ocr,
-			OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return drv, func() {}, nil }}
+			OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return drv, func() {}, nil },
+			AfterDurable: func(m string) {
+				if rs.moment != nil {
+					rs.moment(m)
+				}
+			}}
 		s.Defaults = sendonce.DeliveryRequest{App: fx.App, Display: ":replay", Staging: staging, SentItemTimeout: 2 * time.Second}
 	}, root)
 	h := sha256.Sum256(content)
-	return &replayServer{testServer: ts, drv: drv, file: file, sum: hex.EncodeToString(h[:])}
+	rs.testServer, rs.file, rs.sum = ts, file, hex.EncodeToString(h[:])
+	return rs
 }
 
 // TestDeliverThenRepeat: a delivery through MCP is this call's, with progress that
@@ -189,5 +199,68 @@ func TestDeliverRefusesBadInputBeforeClaiming(t *testing.T) {
 	_, st := rs.call(t, "status", map[string]any{"to": "Bob", "file": rs.file})
 	if st["status"] != "free" {
 		t.Fatalf("after bad input the key is %v", st["status"])
+	}
+}
+
+// TestCancelAtEachPoint: the client cancels its deliver call right after each durable
+// moment (a hook, not a timer). Before the choose_file crossing the delivery stops
+// with no send click (not_sent, with the final reads' proof); after choose_file and
+// before send it is send_status_unknown and send is never pressed; after send the look
+// finishes and the outcome is recorded. Each time the bundle is sealed and the store
+// agrees with it.
+func TestCancelAtEachPoint(t *testing.T) {
+	for _, c := range []struct {
+		moment, want string
+		sendClicked  bool
+	}{
+		{"claim", "not_sent", false},
+		{"picker_opened", "not_sent", false},
+		{"file_chosen", "send_status_unknown", false},
+		{"send_pressed", "sent_verified", true},
+	} {
+		t.Run(c.moment, func(t *testing.T) {
+			rs := newReplayServer(t, "verified-text-file")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rs.moment = func(m string) {
+				if m == c.moment {
+					cancel()
+				}
+			}
+			_, err := rs.cs.CallTool(ctx, &mcp.CallToolParams{Name: "deliver", Arguments: map[string]any{"to": "Bob", "file": rs.file}})
+			if err == nil {
+				t.Fatalf("the cancelled call returned no error")
+			}
+			// The server's delivery goes on to record its outcome; then its flight lands.
+			deadline := time.Now().Add(60 * time.Second)
+			for len(rs.srv.running()) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the cancelled delivery never ended")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			_, st := rs.call(t, "status", map[string]any{"to": "Bob", "file": rs.file})
+			if st["status"] != c.want {
+				t.Fatalf("cancelled after %s: status %v; want %s", c.moment, st["status"], c.want)
+			}
+			// The send click is the fixture's last recorded input.
+			all := len(rs.drv.Fixture().Inputs)
+			if clicked := rs.drv.Inputs() == all; clicked != c.sendClicked {
+				t.Fatalf("cancelled after %s: %d of %d recorded inputs sent; send clicked %v, want %v", c.moment, rs.drv.Inputs(), all, clicked, c.sendClicked)
+			}
+			if c.want == "not_sent" {
+				return // the key is free again: a retry would deliver anew
+			}
+			_, again := rs.call(t, "deliver", map[string]any{"to": "Bob", "file": rs.file})
+			if again["this_call"] != false || again["outcome"] != c.want {
+				t.Fatalf("the retry after a cancel at %s: %v; want the recorded %s", c.moment, again, c.want)
+			}
+			if r, ok := again["result"].(map[string]any); ok && r["evidence"] != "" {
+				_, v := rs.call(t, "verify_evidence", map[string]any{"bundle": r["evidence"]})
+				if v["verified"] != true || v["sealed"] != true {
+					t.Fatalf("the bundle after a cancel at %s: %v", c.moment, v)
+				}
+			}
+		})
 	}
 }

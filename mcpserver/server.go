@@ -298,6 +298,17 @@ func (s *Server) join(key string) (*flight, bool) {
 	return f, true
 }
 
+// running is the keys this server is delivering now.
+func (s *Server) running() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.flights {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 func (s *Server) turn() chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
