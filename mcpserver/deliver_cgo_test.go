@@ -264,3 +264,27 @@ func TestCancelAtEachPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliverHeldByAnotherProcess: a key another executor holds (a claim with a live
+// lease, made outside this server) is a result: refused, held, with the holder's
+// lease expiry in the reason, and nothing touches the app.
+func TestDeliverHeldByAnotherProcess(t *testing.T) {
+	rs := newReplayServer(t, "verified-text-file")
+	_, err := rs.srv.Client.Claim(context.Background(), sendonce.ClaimRequest{Destination: sendonce.Destination{Title: "Bob"},
+		Content: sendonce.Content{Path: rs.file}, Task: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, out := rs.call(t, "deliver", map[string]any{"to": "Bob", "file": rs.file})
+	prior, _ := out["prior_attempt"].(map[string]any)
+	if res.IsError || out["decision"] != "refused" || out["outcome"] != "held" || out["this_call"] != false || prior == nil ||
+		!strings.Contains(prior["reason"].(string), "holds") {
+		t.Fatalf("deliver of a held key: %q %v", errorText(res), out)
+	}
+	if !strings.Contains(out["next_step"].(string), "call status later") {
+		t.Fatalf("next step %q", out["next_step"])
+	}
+	if rs.drv.Inputs() != 0 {
+		t.Fatalf("a held key sent %d input events", rs.drv.Inputs())
+	}
+}
