@@ -125,6 +125,7 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	if err := r.safePhase(ctx, "open_picker", r.Profile.OpenPicker); err != nil {
+		r.dismiss(ctx) // the page may have opened: Escape only
 		return err
 	}
 	r.kill("picker_opened")
