@@ -68,22 +68,9 @@ func (f *deliverFlags) request(env *environment) (sendonce.DeliveryRequest, erro
 	req := sendonce.DeliveryRequest{App: f.app, Destination: sendonce.Destination{Title: f.to, ProviderID: f.destID},
 		Content: sendonce.Content{Path: f.file}, Task: f.task, Display: f.display, Staging: f.staging, Lease: f.lease,
 		DisplayWait: f.displayWait, SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig, DryRun: f.dryRun}
-	if req.Display == "" {
-		req.Display = env.getenv("DISPLAY")
-	}
-	if req.Display == "" {
-		return req, usagef("deliver: no display: set DISPLAY or give --display")
-	}
-	if req.Staging == "" {
-		req.Staging = env.getenv("SENDONCE_STAGING")
-	}
-	if req.Staging == "" {
-		req.Staging = env.stateDir("staging")
-	}
-	if req.Staging == "" {
-		return req, usagef("deliver: no staging folder: give --staging DIR or set SENDONCE_STAGING (HOME is not set for the default)")
-	}
-	return req, nil
+	var err error
+	req.Display, req.Staging, err = env.displayAndStaging("deliver", req.Display, req.Staging)
+	return req, err
 }
 
 func cmdDeliver(ctx context.Context, env *environment, args []string) error {

@@ -79,7 +79,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 		Defaults: sendonce.DeliveryRequest{App: f.app, Display: f.display, Staging: f.staging, DisplayWait: f.displayWait,
 			SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig}}
 	if d != nil {
-		if srv.Defaults, err = mcpDefaults(env, f, srv.Defaults); err != nil {
+		if srv.Defaults.Display, srv.Defaults.Staging, err = env.displayAndStaging("mcp", f.display, f.staging); err != nil {
 			return err
 		}
 	}
@@ -93,25 +93,25 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	return serveHTTP(ctx, env, srv.New(), *httpAddr, token)
 }
 
-// mcpDefaults completes the delivery settings as deliver does: the display from
-// $DISPLAY, the staging folder from $SENDONCE_STAGING or the state folder.
-func mcpDefaults(env *environment, f mcpFlags, r sendonce.DeliveryRequest) (sendonce.DeliveryRequest, error) {
-	if r.Display == "" {
-		r.Display = env.getenv("DISPLAY")
+// displayAndStaging completes a delivery's display ($DISPLAY) and staging folder
+// ($SENDONCE_STAGING, else the state folder's staging/), as deliver and mcp take them.
+func (env *environment) displayAndStaging(cmd, display, staging string) (string, string, error) {
+	if display == "" {
+		display = env.getenv("DISPLAY")
 	}
-	if r.Display == "" {
-		return r, usagef("mcp: no display for deliveries: set DISPLAY or give --display")
+	if display == "" {
+		return "", "", usagef("%s: no display: set DISPLAY or give --display", cmd)
 	}
-	if r.Staging == "" {
-		r.Staging = env.getenv("SENDONCE_STAGING")
+	if staging == "" {
+		staging = env.getenv("SENDONCE_STAGING")
 	}
-	if r.Staging == "" {
-		r.Staging = env.stateDir("staging")
+	if staging == "" {
+		staging = env.stateDir("staging")
 	}
-	if r.Staging == "" {
-		return r, usagef("mcp: no staging folder: give --staging DIR or set SENDONCE_STAGING")
+	if staging == "" {
+		return "", "", usagef("%s: no staging folder: give --staging DIR or set SENDONCE_STAGING (HOME is not set for the default)", cmd)
 	}
-	return r, nil
+	return display, staging, nil
 }
 
 // readToken reads the bearer token: a private file, at least 32 characters.
