@@ -68,6 +68,11 @@ type Tx interface {
 	AddWorkstation(id string, pub ed25519.PublicKey, at time.Time) error
 	// Workstation returns the sealing key registered under id, or nil if none is.
 	Workstation(id string) (ed25519.PublicKey, error)
+	// Request returns the answer stored for a request id in a scope, or nil.
+	Request(scope, id string) (*StoredRequest, error)
+	// StoreRequest stores a request id's fingerprint and answer, in the transaction of
+	// the decision it answers.
+	StoreRequest(r StoredRequest) error
 
 	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
 	// send_status_unknown, or crossed with an expired lease and no outcome.

@@ -107,6 +107,9 @@ type ClaimRequest struct {
 	Keys  []gate.Key
 	Task  string
 	Lease time.Duration // DefaultLease when zero
+	// Request, when set, stores the answer with the decision: the same request id
+	// again gets that answer (Replayed), never a second decision.
+	Request RequestRef
 }
 
 // ClaimResult is a claim's answer, granted or refused.
@@ -120,6 +123,8 @@ type ClaimResult struct {
 	Fenced   uint64        // a token this grant fenced, if any
 	Previous gate.Status   // the intent's status before this claim
 	Prior    *AttemptRecord
+	// Replayed: the answer is the one stored for this request id, not a new decision.
+	Replayed bool
 }
 
 // Reason says why, in a sentence.
@@ -206,6 +211,14 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	if lease < 0 {
 		return ClaimResult{}, fmt.Errorf("%w: lease %v must be positive", gate.ErrInvalid, lease)
 	}
+	if err := req.Request.check(); err != nil {
+		return ClaimResult{}, err
+	}
+	fp := fingerprint("claim", struct {
+		Keys  []string      `json:"keys"`
+		Task  string        `json:"task"`
+		Lease time.Duration `json:"lease"`
+	}{keyStrings(req.Keys), req.Task, lease})
 	dispatchID, err := newDispatchID()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -213,6 +226,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	res := ClaimResult{Key: req.Keys[0]}
 	err = s.update(ctx, func(tx Tx) error {
 		res = ClaimResult{Key: req.Keys[0]} // a retried transaction starts over
+		if b, err := replay(tx, req.Request, fp); err != nil || b != nil {
+			if err != nil {
+				return err
+			}
+			return replayClaim(tx, b, req, &res)
+		}
 		now := tx.Now()
 		named := keyRecords(req.Keys)
 		bound, err := tx.IntentsOf(keyStrings(req.Keys))
@@ -298,6 +317,11 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 
 		if strictest != nil {
 			res.Refusal = strictest
+			if p := permanent(strictest); p != nil {
+				if err := remember(tx, req.Request, fp, claimAnswer{Intent: target, Previous: res.Previous, Refusal: p}); err != nil {
+					return err
+				}
+			}
 			d := map[string]string{"reason": strictest.Reason, "status": string(strictest.Status)}
 			if strictest.Holder != "" {
 				d["holder"], d["holder_lease_expires_at"] = strictest.Holder, formatTime(strictest.HolderLeaseExpires)
@@ -321,6 +345,10 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			res.Fenced = g.Fenced.Token
 		}
 		res.Permit = &Permit{key: res.Key, task: req.Task, token: token, dispatchID: dispatchID, revision: g.Attempt.Revision, leaseExpires: g.Attempt.LeaseExpires}
+		if err := remember(tx, req.Request, fp, claimAnswer{Intent: target, Granted: true, Token: token, DispatchID: dispatchID,
+			Revision: g.Attempt.Revision, LeaseExpires: g.Attempt.LeaseExpires, Fenced: res.Fenced, Previous: res.Previous}); err != nil {
+			return err
+		}
 		d := map[string]string{"reason": res.Reason(), "previous_status": string(res.Previous), "lease_expires_at": formatTime(g.Attempt.LeaseExpires)}
 		if res.Fenced != 0 {
 			d["fenced_token"] = strconv.FormatUint(res.Fenced, 10)

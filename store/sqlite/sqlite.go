@@ -152,7 +152,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -231,6 +231,15 @@ CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NO
 ALTER TABLE authorizers ADD COLUMN revoked_at INTEGER;
 `, `
 CREATE TABLE workstations (id TEXT PRIMARY KEY, public_key BLOB NOT NULL, registered_at INTEGER NOT NULL);
+`, `
+CREATE TABLE requests (
+	scope       TEXT NOT NULL,
+	id          TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	response    BLOB NOT NULL,
+	at          INTEGER NOT NULL,
+	PRIMARY KEY (scope, id)
+);
 `}
 }
 
@@ -639,6 +648,22 @@ func (t *sqlTx) Workstation(id string) (ed25519.PublicKey, error) {
 		return nil, nil
 	}
 	return ed25519.PublicKey(pub), err
+}
+
+func (t *sqlTx) Request(scope, id string) (*store.StoredRequest, error) {
+	r := store.StoredRequest{Scope: scope, ID: id}
+	var at int64
+	err := t.tx.QueryRow("SELECT fingerprint, response, at FROM requests WHERE scope = ? AND id = ?", scope, id).Scan(&r.Fingerprint, &r.Response, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	r.At = fromNanos(at)
+	return &r, err
+}
+
+func (t *sqlTx) StoreRequest(r store.StoredRequest) error {
+	_, err := t.tx.Exec("INSERT INTO requests (scope, id, fingerprint, response, at) VALUES (?, ?, ?, ?, ?)", r.Scope, r.ID, r.Fingerprint, r.Response, nanos(r.At))
+	return err
 }
 
 func (t *sqlTx) Authorizer(name string) (ed25519.PublicKey, error) {

@@ -66,6 +66,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"DisplayLease", testDisplayLease},
 		{"ResolveWithProviderEvidence", testResolve},
 		{"WorkstationKeys", testWorkstationKeys},
+		{"ClaimRequestIDs", testClaimRequestIDs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -726,5 +727,53 @@ func testWorkstationKeys(t *testing.T, s *store.Store, c *Clock) {
 	wantErr(t, "a bad id", s.RegisterWorkstation(ctx, "ws/1", b), gate.ErrInvalid)
 	if pub, err := s.WorkstationKey(ctx, "ws-1"); err != nil || !bytes.Equal(pub, a) {
 		t.Fatalf("registered key: %v, %v", pub, err)
+	}
+}
+
+// testClaimRequestIDs: a claim with a request id stores its answer with the decision.
+// The same id again replays it (the same token and dispatch id, no new attempt); the
+// id with another request is refused; a permanent refusal (consumed) is replayed; a
+// held refusal is asked again.
+func testClaimRequestIDs(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	ask := func(task, id string) (store.ClaimResult, error) {
+		return s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: task, Lease: lease, Request: store.RequestRef{Scope: "agent-1", ID: id}})
+	}
+	first, err := ask("A", "r1")
+	if err != nil || !first.Granted || first.Replayed {
+		t.Fatalf("first claim: %+v %v", first, err)
+	}
+	again, err := ask("A", "r1")
+	if err != nil || !again.Granted || !again.Replayed || again.Permit.Token() != first.Permit.Token() || again.Permit.DispatchID() != first.Permit.DispatchID() {
+		t.Fatalf("the same request id again: %+v %v; want the first grant replayed", again, err)
+	}
+	wantErr(t, "the id with another task", func() error { _, err := ask("Z", "r1"); return err }(), store.ErrRequestReused)
+
+	// Held is asked again: B is refused while A holds, and granted once A freed the key.
+	_, err = ask("B", "r2")
+	wantErr(t, "B while A holds", err, gate.ErrHeld)
+	if _, err := s.Record(ctx, first.Permit, store.RecordRequest{Outcome: gate.NotSent}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ask("B", "r2")
+	if err != nil || !b.Granted || b.Replayed {
+		t.Fatalf("B after A's not_sent, same id: %+v %v; want a new grant (held was not stored)", b, err)
+	}
+
+	// Consumed is stored and replayed.
+	if _, err := s.Cross(ctx, b.Permit, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ask("C", "r3")
+	wantErr(t, "C after a crossing", err, gate.ErrConsumed)
+	res, err := ask("C", "r3")
+	wantErr(t, "C again", err, gate.ErrConsumed)
+	if !res.Replayed {
+		t.Fatalf("the consumed refusal was decided again, not replayed: %+v", res)
+	}
+	// Another scope's id of the same name is another request.
+	other, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "D", Lease: lease, Request: store.RequestRef{Scope: "agent-2", ID: "r1"}})
+	if !errors.Is(err, gate.ErrConsumed) || other.Replayed {
+		t.Fatalf("the same id in another scope: %+v %v; want a decision of its own", other, err)
 	}
 }
