@@ -143,6 +143,7 @@ const (
 	EventAuthorizerAdded   EventKind = "authorizer_added"
 	EventAuthorizerRevoked EventKind = "authorizer_revoked"
 	EventWorkstationAdded  EventKind = "workstation_registered"
+	EventReplayed          EventKind = "request_replayed" // a request id came back: its stored answer was given again
 	EventResolved          EventKind = "resolved"
 	EventResolveRefused    EventKind = "resolve_refused"
 	EventProviderAbsent    EventKind = "provider_absent"

@@ -148,3 +148,9 @@ func replayClaim(tx Tx, stored []byte, req ClaimRequest, res *ClaimResult) error
 	res.Refusal = a.Refusal.refusal()
 	return nil
 }
+
+// recordAnswer is a record's decision as stored for replay.
+type recordAnswer struct {
+	Recorded gate.Outcome   `json:"recorded,omitempty"`
+	Refusal  *storedRefusal `json:"refusal,omitempty"`
+}

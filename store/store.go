@@ -15,6 +15,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -542,13 +543,62 @@ type RecordRequest struct {
 	// ObjectID is the provider object that confirmed the delivery, if one did: it is
 	// bound to this dispatch, and refused if bound to another.
 	ObjectID string
+	// Request, when set, stores the answer with the decision: the same request id
+	// again gets that answer, never a second decision.
+	Request RequestRef
 }
 
 // Record ends the permit's attempt and returns the outcome actually recorded: not_sent
 // after a crossing is recorded as send_status_unknown and also returned as a refusal.
 func (s *Store) Record(ctx context.Context, p *Permit, req RecordRequest) (gate.Outcome, error) {
+	if err := req.Request.check(); err != nil {
+		return "", err
+	}
 	var got gate.Outcome
-	err := s.permitOp(ctx, p, func(tx Tx, id int64, in gate.Intent, now time.Time) (Event, error) {
+	var fp string
+	if p != nil {
+		fp = fingerprint("record", struct {
+			Key       string       `json:"key"`
+			Task      string       `json:"task"`
+			Token     uint64       `json:"token"`
+			Outcome   gate.Outcome `json:"outcome"`
+			Evidence  string       `json:"evidence"`
+			ChainHead string       `json:"chain_head"`
+			ObjectID  string       `json:"object_id"`
+		}{p.key.String(), p.task, p.token, req.Outcome, req.Evidence, req.ChainHead, req.ObjectID})
+	}
+	err := s.permitOp(ctx, p, func(tx Tx, id int64, in gate.Intent, now time.Time) (e Event, err error) {
+		if b, err := replay(tx, req.Request, fp); err != nil || b != nil {
+			if err != nil {
+				return Event{}, err
+			}
+			var a recordAnswer
+			if err := json.Unmarshal(b, &a); err != nil {
+				return Event{}, fmt.Errorf("the stored answer to request %q is unreadable: %v", req.Request.ID, err)
+			}
+			got = a.Recorded
+			var r *gate.Refusal
+			if a.Refusal != nil {
+				r = a.Refusal.refusal()
+			}
+			return Event{Kind: EventReplayed, Detail: map[string]string{"request_id": req.Request.ID, "recorded": string(a.Recorded)}}, asError(r)
+		}
+		defer func() {
+			var r *gate.Refusal
+			errors.As(err, &r)
+			if err != nil && r == nil {
+				return // not a decision: nothing to remember
+			}
+			a := recordAnswer{Recorded: got}
+			if r != nil {
+				if a.Refusal = permanent(r); a.Refusal == nil {
+					return // asked again
+				}
+			}
+			if rerr := remember(tx, req.Request, fp, a); rerr != nil {
+				err = rerr
+			}
+		}()
 		d := map[string]string{"outcome": string(req.Outcome)}
 		if req.Evidence != "" {
 			d["evidence"] = req.Evidence

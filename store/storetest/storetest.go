@@ -67,6 +67,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"ResolveWithProviderEvidence", testResolve},
 		{"WorkstationKeys", testWorkstationKeys},
 		{"ClaimRequestIDs", testClaimRequestIDs},
+		{"RecordRequestIDs", testRecordRequestIDs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -776,4 +777,46 @@ func testClaimRequestIDs(t *testing.T, s *store.Store, c *Clock) {
 	if !errors.Is(err, gate.ErrConsumed) || other.Replayed {
 		t.Fatalf("the same id in another scope: %+v %v; want a decision of its own", other, err)
 	}
+}
+
+// testRecordRequestIDs: a record with a request id is answered once; the same id again
+// gets the same outcome (a retry after a lost response learns what was recorded), the
+// id with another outcome is refused, and a record without an id on the ended attempt
+// is refused as before.
+func testRecordRequestIDs(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	p := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, p, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(o gate.Outcome, id string) (gate.Outcome, error) {
+		return s.Record(ctx, p, store.RecordRequest{Outcome: o, Request: store.RequestRef{Scope: "agent-1", ID: id}})
+	}
+	got, err := rec(gate.SendStatusUnknown, "rec1")
+	if err != nil || got != gate.SendStatusUnknown {
+		t.Fatalf("record: %s %v", got, err)
+	}
+	got, err = rec(gate.SendStatusUnknown, "rec1")
+	if err != nil || got != gate.SendStatusUnknown {
+		t.Fatalf("the same record again: %s %v; want the stored answer", got, err)
+	}
+	_, err = rec(gate.NotSent, "rec1")
+	wantErr(t, "the id with another outcome", err, store.ErrRequestReused)
+	_, err = s.Record(ctx, p, store.RecordRequest{Outcome: gate.SendStatusUnknown})
+	if err == nil {
+		t.Fatal("a second record without a request id was accepted")
+	}
+	// not_sent after a crossing is recorded as unknown and refused; its replay is too.
+	k2 := key(t, "Bob", "other")
+	p2 := mustClaim(t, s, "B", k2)
+	if _, err := s.Cross(ctx, p2, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		got, err := s.Record(ctx, p2, store.RecordRequest{Outcome: gate.NotSent, Request: store.RequestRef{ID: "rec2"}})
+		if got != gate.SendStatusUnknown || !errors.Is(err, gate.ErrConsumed) && !errors.Is(err, gate.ErrInvalid) {
+			t.Fatalf("not_sent after a crossing, try %d: %s %v; want send_status_unknown and the refusal", i+1, got, err)
+		}
+	}
+	wantStatus(t, s, gate.StatusSendStatusUnknown, k2)
 }
