@@ -24,6 +24,9 @@ type ClaimRequest struct {
 	Content     Content
 	Task        string        // the claiming task's id (required)
 	Lease       time.Duration // DefaultLease when zero
+	// Request, when set, stores the answer with the decision: a retry with the same
+	// request id gets the same answer (Replayed), never a second decision.
+	Request store.RequestRef
 }
 
 // Claim grants one executor an attempt at a delivery, or refuses with the reason. A
@@ -42,7 +45,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease})
+	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request})
 	var refusal *gate.Refusal
 	if err != nil && !errors.As(err, &refusal) {
 		return ClaimResult{}, err
@@ -61,7 +64,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 
 func claimResult(task string, res store.ClaimResult) ClaimResult {
 	out := ClaimResult{Decision: "refused", Reason: res.Reason(), Key: res.Key.String(), Keys: make([]string, len(res.Keys)),
-		IdentityStrength: res.Strength, Task: task, PreviousStatus: res.Previous}
+		IdentityStrength: res.Strength, Task: task, PreviousStatus: res.Previous, Replayed: res.Replayed}
 	for i, k := range res.Keys {
 		out.Keys[i] = k.Key
 	}
@@ -131,7 +134,14 @@ func (c *Client) Cross(ctx context.Context, ref PermitRef, b gate.Boundary, chai
 		return Decision{}, err
 	}
 	if _, err := c.store.Cross(ctx, p, b, chainHead); err != nil {
-		return Decision{}, err
+		var again *store.CrossedAgain
+		if !errors.As(err, &again) {
+			return Decision{}, err
+		}
+		d := decision(ref)
+		d.Decision, d.Boundary, d.Reason = "refused", b, again.Refusal.Reason
+		d.Replayed, d.FirstCrossedAt = true, at(again.FirstCrossedAt)
+		return d, err
 	}
 	d := decision(ref)
 	d.Boundary, d.Crossed = b, true
@@ -161,6 +171,11 @@ type RecordRequest struct {
 	Outcome   gate.Outcome
 	Evidence  string // the attempt's evidence bundle folder
 	ChainHead string // the bundle's chain head when the outcome was decided
+	ObjectID  string // the provider object that confirmed the delivery, if one did
+	Note      string // recorded with the outcome
+	// Request, when set, stores the answer with the decision: a retry with the same
+	// request id gets the same answer, never a second decision.
+	Request store.RequestRef
 }
 
 // Record records the permit's outcome. The store may record a stricter one than asked
@@ -174,7 +189,8 @@ func (c *Client) Record(ctx context.Context, ref PermitRef, req RecordRequest) (
 	if err != nil {
 		return Decision{}, err
 	}
-	got, err := c.store.Record(ctx, p, store.RecordRequest{Outcome: req.Outcome, Evidence: req.Evidence, ChainHead: req.ChainHead})
+	got, err := c.store.Record(ctx, p, store.RecordRequest{Outcome: req.Outcome, Evidence: req.Evidence, ChainHead: req.ChainHead,
+		ObjectID: req.ObjectID, Note: req.Note, Request: req.Request})
 	if got == "" {
 		return Decision{}, err
 	}

@@ -87,6 +87,8 @@ type ClaimResult struct {
 	*ClaimRefusal                  // when refused
 	// PriorAttempt is the latest earlier attempt, when refused.
 	PriorAttempt *Attempt `json:"prior_attempt,omitempty"`
+	// Replayed: the answer stored for this request id, not a new decision.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Granted says whether the claim was granted.
@@ -128,6 +130,11 @@ type Decision struct {
 	Outcome          gate.Outcome  `json:"outcome,omitempty"`
 	RequestedOutcome gate.Outcome  `json:"requested_outcome,omitempty"`
 	Reason           string        `json:"reason,omitempty"`
+	// Replayed: this boundary was crossed before (FirstCrossedAt) and is never given out
+	// again. It is not permission to act: if you cannot tell whether you acted after the
+	// first crossing, record send_status_unknown.
+	Replayed       bool `json:"replayed,omitempty"`
+	FirstCrossedAt Time `json:"first_crossed_at,omitzero"`
 }
 
 // AuthorizeResult is a redelivery opened by a signed authorization.

@@ -73,6 +73,8 @@ type Tx interface {
 	// StoreRequest stores a request id's fingerprint and answer, in the transaction of
 	// the decision it answers.
 	StoreRequest(r StoredRequest) error
+	// ForgetRequests deletes the answers stored before before and returns how many.
+	ForgetRequests(before time.Time) (int, error)
 
 	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
 	// send_status_unknown, or crossed with an expired lease and no outcome.

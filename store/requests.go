@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,6 +38,18 @@ type StoredRequest struct {
 type RequestRef struct {
 	Scope string
 	ID    string
+	// Fingerprint is the caller's own digest of its request (an HTTP service's: method,
+	// path, body), mixed into the store's: the same id with another body is reused.
+	Fingerprint string
+}
+
+// of is the fingerprint stored for a request whose store-side fingerprint is fp.
+func (r RequestRef) of(fp string) string {
+	if r.Fingerprint == "" {
+		return fp
+	}
+	h := sha256.Sum256([]byte(fp + ":" + r.Fingerprint))
+	return hex.EncodeToString(h[:])
 }
 
 func (r RequestRef) set() bool { return r.ID != "" }
@@ -92,7 +105,7 @@ func replay(tx Tx, ref RequestRef, fp string) ([]byte, error) {
 	switch {
 	case err != nil || got == nil:
 		return nil, err
-	case got.Fingerprint != fp:
+	case got.Fingerprint != ref.of(fp):
 		return nil, fmt.Errorf("%w: request id %q was first used at %s for another request; use a new id for a new request",
 			ErrRequestReused, ref.ID, got.At.UTC().Format(time.RFC3339))
 	}
@@ -107,7 +120,7 @@ func remember(tx Tx, ref RequestRef, fp string, answer any) error {
 	if err != nil {
 		return err
 	}
-	return tx.StoreRequest(StoredRequest{Scope: ref.Scope, ID: ref.ID, Fingerprint: fp, Response: b, At: tx.Now()})
+	return tx.StoreRequest(StoredRequest{Scope: ref.Scope, ID: ref.ID, Fingerprint: ref.of(fp), Response: b, At: tx.Now()})
 }
 
 // claimAnswer is a claim's decision as stored for replay.
@@ -153,4 +166,17 @@ func replayClaim(tx Tx, stored []byte, req ClaimRequest, res *ClaimResult) error
 type recordAnswer struct {
 	Recorded gate.Outcome   `json:"recorded,omitempty"`
 	Refusal  *storedRefusal `json:"refusal,omitempty"`
+}
+
+// ForgetRequests deletes the answers to request ids stored before before: a request id
+// is an answer's name for a retention time (an HTTP service's Idempotency-Key, 24 hours
+// by default). A delivery's key is never forgotten: a request after the retention gets
+// a new decision from the rules, which refuse a consumed intent as always.
+func (s *Store) ForgetRequests(ctx context.Context, before time.Time) (int, error) {
+	var n int
+	err := s.update(ctx, func(tx Tx) (err error) {
+		n, err = tx.ForgetRequests(before)
+		return err
+	})
+	return n, err
 }

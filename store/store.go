@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -499,21 +500,52 @@ func (s *Store) Check(ctx context.Context, p *Permit, b gate.Boundary) error {
 // needs. chainHead is the evidence bundle's chain head at this moment, so that steps
 // dropped from the bundle later are detected against the store.
 func (s *Store) Cross(ctx context.Context, p *Permit, b gate.Boundary, chainHead string) (*Pass, error) {
+	var first time.Time
 	err := s.permitOp(ctx, p, func(tx Tx, id int64, in gate.Intent, now time.Time) (Event, error) {
+		first = time.Time{} // a retried transaction starts over
 		d := map[string]string{"boundary": string(b)}
 		if chainHead != "" {
 			d["chain_head"] = chainHead
 		}
 		if _, r := gate.Cross(in, p.ref(), b, now); r != nil {
+			if a := in.Latest; a != nil && a.Token == p.token && slices.Contains(a.Crossed, b) {
+				rec, err := latestRecord(tx, id)
+				if err != nil {
+					return Event{}, err
+				}
+				for _, c := range rec.Crossings {
+					if c.Boundary == b && first.IsZero() {
+						first = c.At
+					}
+				}
+				d["first_crossed_at"] = formatTime(first)
+			}
 			return Event{Kind: EventCrossRefused, Detail: d}, r
 		}
 		return Event{Kind: EventCrossed, Detail: d}, tx.AddCrossing(p.token, b, chainHead, now)
 	})
+	var r *gate.Refusal
+	if errors.As(err, &r) && !first.IsZero() {
+		return nil, &CrossedAgain{Refusal: r, Boundary: b, FirstCrossedAt: first}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Pass{permit: p, boundary: b, chainHead: chainHead}, nil
 }
+
+// CrossedAgain refuses a cross of a boundary this attempt already crossed, with or
+// without the request id of the first crossing: a crossing is given out once. It is a
+// replay of the fact, never of the permission: whoever cannot tell whether the act
+// after the first crossing happened records send_status_unknown.
+type CrossedAgain struct {
+	Refusal        *gate.Refusal // ErrConsumed
+	Boundary       gate.Boundary
+	FirstCrossedAt time.Time
+}
+
+func (e *CrossedAgain) Error() string { return e.Refusal.Error() }
+func (e *CrossedAgain) Unwrap() error { return e.Refusal }
 
 // Renew extends the permit's live lease and returns the new expiry.
 func (s *Store) Renew(ctx context.Context, p *Permit, lease time.Duration) (time.Time, error) {
@@ -543,6 +575,9 @@ type RecordRequest struct {
 	// ObjectID is the provider object that confirmed the delivery, if one did: it is
 	// bound to this dispatch, and refused if bound to another.
 	ObjectID string
+	// Note is recorded with the outcome, e.g. what an agent claimed that the service
+	// could not check.
+	Note string
 	// Request, when set, stores the answer with the decision: the same request id
 	// again gets that answer, never a second decision.
 	Request RequestRef
@@ -565,7 +600,8 @@ func (s *Store) Record(ctx context.Context, p *Permit, req RecordRequest) (gate.
 			Evidence  string       `json:"evidence"`
 			ChainHead string       `json:"chain_head"`
 			ObjectID  string       `json:"object_id"`
-		}{p.key.String(), p.task, p.token, req.Outcome, req.Evidence, req.ChainHead, req.ObjectID})
+			Note      string       `json:"note"`
+		}{p.key.String(), p.task, p.token, req.Outcome, req.Evidence, req.ChainHead, req.ObjectID, req.Note})
 	}
 	err := s.permitOp(ctx, p, func(tx Tx, id int64, in gate.Intent, now time.Time) (e Event, err error) {
 		if b, err := replay(tx, req.Request, fp); err != nil || b != nil {
@@ -605,6 +641,9 @@ func (s *Store) Record(ctx context.Context, p *Permit, req RecordRequest) (gate.
 		}
 		if req.ChainHead != "" {
 			d["chain_head"] = req.ChainHead
+		}
+		if req.Note != "" {
+			d["note"] = req.Note
 		}
 		next, o, r := gate.Record(in, p.ref(), req.Outcome, now)
 		if o == "" {

@@ -17,51 +17,24 @@ import (
 	"github.com/sendonce/sendonce/gate"
 )
 
-// Exit codes: the contract with every caller. Documented in the README; never renumbered.
+// Exit codes: the contract with every caller (sendonce.ExitCode is the one table).
 const (
-	exitOK              = 0
-	exitVerifyFailed    = 1  // evidence verify, report, export: the bundle cannot be trusted
-	exitUsage           = 2  // usage or bad input
-	exitConsumed        = 3  // refused: consumed or crossed
-	exitHeld            = 4  // refused: another executor holds it
-	exitFailClosed      = 5  // refused: the store is unavailable (fail closed)
-	exitStale           = 6  // refused: stale or expired permit
-	exitUnknown         = 7  // deliver: send_status_unknown
-	exitNotSent         = 8  // deliver: not_sent, stopped safely before any boundary
-	exitRejected        = 9  // deliver: sent_rejected
-	exitUnauthenticated = 10 // evidence verify: consistent, but nothing outside the bundle vouches for it
-	exitInterrupted     = 130
+	exitOK              = sendonce.ExitOK
+	exitVerifyFailed    = sendonce.ExitVerifyFailed
+	exitUsage           = sendonce.ExitUsage
+	exitConsumed        = sendonce.ExitConsumed
+	exitHeld            = sendonce.ExitHeld
+	exitFailClosed      = sendonce.ExitFailClosed
+	exitStale           = sendonce.ExitStale
+	exitUnknown         = sendonce.ExitUnknown
+	exitNotSent         = sendonce.ExitNotSent
+	exitRejected        = sendonce.ExitRejected
+	exitUnauthenticated = sendonce.ExitUnauthenticated
+	exitInterrupted     = sendonce.ExitInterrupted
 )
 
-// exitCodes is the one table from the errors callers branch on to exit codes, in the
-// order they are tried.
-var exitCodes = []struct {
-	err  error
-	code int
-}{
-	{sendonce.ErrInvalid, exitUsage},
-	{sendonce.ErrNotInitialized, exitFailClosed},
-	{sendonce.ErrUnavailable, exitFailClosed},
-	{sendonce.ErrConsumed, exitConsumed},
-	{sendonce.ErrStale, exitStale},
-	{sendonce.ErrHeld, exitHeld},
-	{context.Canceled, exitInterrupted},
-	{sendonce.ErrEvidence, exitVerifyFailed},
-	{sendonce.ErrUnauthenticated, exitUnauthenticated},
-}
-
 // outcomeExit is the exit code an outcome maps to, as deliver and classify use them.
-func outcomeExit(o gate.Outcome) int {
-	switch o {
-	case gate.SentVerified:
-		return exitOK
-	case gate.NotSent:
-		return exitNotSent
-	case gate.SentRejected:
-		return exitRejected
-	}
-	return exitUnknown
-}
+func outcomeExit(o gate.Outcome) int { return sendonce.OutcomeExit(o) }
 
 // usageError is bad command-line input.
 type usageError struct{ msg string }
@@ -89,12 +62,7 @@ func exitCode(err error) int {
 	if errors.As(err, &x) {
 		return x.code
 	}
-	for _, e := range exitCodes {
-		if errors.Is(err, e.err) {
-			return e.code
-		}
-	}
-	return exitFailClosed // an error nobody classified: refuse rather than guess
+	return sendonce.ExitCode(err)
 }
 
 // message is an error as the CLI prints it: a request field is named by its flag.

@@ -661,6 +661,15 @@ func (t *sqlTx) Request(scope, id string) (*store.StoredRequest, error) {
 	return &r, err
 }
 
+func (t *sqlTx) ForgetRequests(before time.Time) (int, error) {
+	res, err := t.tx.Exec("DELETE FROM requests WHERE at < ?", nanos(before))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 func (t *sqlTx) StoreRequest(r store.StoredRequest) error {
 	_, err := t.tx.Exec("INSERT INTO requests (scope, id, fingerprint, response, at) VALUES (?, ?, ?, ?, ?)", r.Scope, r.ID, r.Fingerprint, r.Response, nanos(r.At))
 	return err

@@ -68,6 +68,8 @@ func Run(t *testing.T, newBackend Factory) {
 		{"WorkstationKeys", testWorkstationKeys},
 		{"ClaimRequestIDs", testClaimRequestIDs},
 		{"RecordRequestIDs", testRecordRequestIDs},
+		{"CrossingGivenOutOnce", testCrossingGivenOutOnce},
+		{"ForgetRequests", testForgetRequests},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -819,4 +821,61 @@ func testRecordRequestIDs(t *testing.T, s *store.Store, c *Clock) {
 		}
 	}
 	wantStatus(t, s, gate.StatusSendStatusUnknown, k2)
+}
+
+// A repeated cross of the same attempt and boundary is refused as consumed, with the
+// first crossing's time: never a second crossing, whatever request id it carries.
+func testCrossingGivenOutOnce(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	p := mustClaim(t, s, "A", k)
+	if _, err := s.Cross(ctx, p, gate.ChooseFile, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := c.Now()
+	c.Advance(time.Second)
+	_, err := s.Cross(ctx, p, gate.ChooseFile, "")
+	var again *store.CrossedAgain
+	if !errors.As(err, &again) || !errors.Is(err, gate.ErrConsumed) {
+		t.Fatalf("a second cross of choose_file: %v; want CrossedAgain (consumed)", err)
+	}
+	if !again.FirstCrossedAt.Equal(first) || again.Boundary != gate.ChooseFile {
+		t.Fatalf("CrossedAgain names %s at %v; want choose_file at %v", again.Boundary, again.FirstCrossedAt, first)
+	}
+	// send after choose_file is a new crossing; then choose_file again is a step back
+	// (consumed) and send again is crossed again.
+	if _, err := s.Cross(ctx, p, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Cross(ctx, p, gate.Send, "")
+	if !errors.As(err, &again) || again.Boundary != gate.Send {
+		t.Fatalf("a second cross of send: %v; want CrossedAgain", err)
+	}
+	// Another executor never gets the crossing either.
+	_, err = s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "B"})
+	wantErr(t, "a claim after the crossings", err, gate.ErrConsumed)
+}
+
+func testForgetRequests(t *testing.T, s *store.Store, c *Clock) {
+	k := key(t, "Bob", "report")
+	ref := store.RequestRef{Scope: "agent-1", ID: "claim-1"}
+	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "A", Request: ref})
+	if err != nil || !res.Granted {
+		t.Fatalf("claim: %v", err)
+	}
+	c.Advance(time.Hour)
+	if n, err := s.ForgetRequests(ctx, c.Now().Add(-2*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("forget before the answer: %d %v; want 0", n, err)
+	}
+	again, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "A", Request: ref})
+	if err != nil || !again.Replayed || again.Permit.Token() != res.Permit.Token() {
+		t.Fatalf("the same id within the retention: %+v %v; want the stored grant", again, err)
+	}
+	if n, err := s.ForgetRequests(ctx, c.Now()); err != nil || n != 1 {
+		t.Fatalf("forget: %d %v; want 1", n, err)
+	}
+	// Forgotten: the rules decide again (the task resumes its own live claim, a new token).
+	after, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "A", Request: ref})
+	if err != nil || after.Replayed || after.Permit.Token() == res.Permit.Token() {
+		t.Fatalf("the id after it was forgotten: replayed=%v %v; want a new decision", after.Replayed, err)
+	}
 }

@@ -1,0 +1,69 @@
+package sendonce
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sendonce/sendonce/gate"
+)
+
+// Exit codes: the contract with every caller of the CLI, and the exit_code an HTTP
+// problem carries. Documented in the README; never renumbered.
+const (
+	ExitOK              = 0
+	ExitVerifyFailed    = 1  // evidence verify, report, export: the bundle cannot be trusted
+	ExitUsage           = 2  // usage or bad input
+	ExitConsumed        = 3  // refused: consumed or crossed
+	ExitHeld            = 4  // refused: another executor holds it
+	ExitFailClosed      = 5  // refused: the store is unavailable (fail closed)
+	ExitStale           = 6  // refused: stale or expired permit
+	ExitUnknown         = 7  // deliver: send_status_unknown
+	ExitNotSent         = 8  // deliver: not_sent, stopped safely before any boundary
+	ExitRejected        = 9  // deliver: sent_rejected
+	ExitUnauthenticated = 10 // evidence verify: consistent, but nothing outside the bundle vouches for it
+	ExitInterrupted     = 130
+)
+
+// exitCodes is the one table from the errors callers branch on to exit codes, in the
+// order they are tried.
+var exitCodes = []struct {
+	err  error
+	code int
+}{
+	{ErrInvalid, ExitUsage},
+	{ErrNotInitialized, ExitFailClosed},
+	{ErrUnavailable, ExitFailClosed},
+	{ErrConsumed, ExitConsumed},
+	{ErrStale, ExitStale},
+	{ErrHeld, ExitHeld},
+	{context.Canceled, ExitInterrupted},
+	{ErrEvidence, ExitVerifyFailed},
+	{ErrUnauthenticated, ExitUnauthenticated},
+}
+
+// ExitCode is the exit code for an error of this package: 0 for nil, and
+// ExitFailClosed for an error nobody classified (refuse rather than guess).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	for _, e := range exitCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return ExitFailClosed
+}
+
+// OutcomeExit is the exit code an outcome maps to, as deliver and classify use them.
+func OutcomeExit(o gate.Outcome) int {
+	switch o {
+	case gate.SentVerified:
+		return ExitOK
+	case gate.NotSent:
+		return ExitNotSent
+	case gate.SentRejected:
+		return ExitRejected
+	}
+	return ExitUnknown
+}
