@@ -150,3 +150,9 @@ func keysFor(d Destination, c Content) ([]gate.Key, error) {
 	}
 	return d.keys(digest)
 }
+
+// FieldErrorf is bad input in one field, for callers that build requests of their own
+// (the HTTP service, the CLI's sub-commands).
+func FieldErrorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: gate.Invalidf(format, args...)}
+}

@@ -56,6 +56,10 @@ type DeliveryRequest struct {
 	// DryRun claims nothing and crosses nothing: it says what the gate would decide and
 	// whether the title matches.
 	DryRun bool
+	// Request, when set, stores the claim's answer under a request id: a retry with the
+	// same id (after a lost response, or a restarted service) is never a second
+	// delivery; it is refused with the key's status since that first claim.
+	Request RequestRef
 	// Progress, when set, is told of this delivery's steps: first the claim (with the
 	// key and the dispatch id, so a caller that gives up can ask Status later), then one
 	// event a step. It is called from the delivery's goroutine and must return at once.
@@ -156,7 +160,10 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		proceed := rs[0].Status == gate.StatusFree || rs[0].Status == gate.StatusNotSent
 		out.WouldProceed = &proceed
 	} else {
-		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease})
+		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request})
+		if err == nil && res.Replayed {
+			err = d.startedBefore(ctx, keys, res, &out)
+		}
 		if err != nil {
 			var r *gate.Refusal
 			if errors.As(err, &r) {
@@ -177,7 +184,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	// From here on this process holds the key: every way out records an outcome.
 	dispatch := out.DispatchID
 	if dispatch == "" {
-		dispatch = "dry-run-" + task
+		dispatch = "dry-run-" + strings.ReplaceAll(task, "/", "~") // a service's AGENT/SUBTASK names one folder
 	}
 	placed = true
 	snap, err := staged.place(dispatch)
@@ -393,6 +400,28 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	return ""
 }
 
+// startedBefore refuses a replayed grant: the delivery this request id started before
+// (in a process that may have died after crossing) is never started again. The
+// refusal carries the key's status now: held while that attempt's lease runs, consumed
+// once it crossed, stale when it ended unsent (a new request id may deliver then).
+func (d *Deliverer) startedBefore(ctx context.Context, keys []gate.Key, res store.ClaimResult, out *DeliveryResult) error {
+	rs, err := d.Client.store.Status(ctx, keys)
+	if err != nil {
+		return err
+	}
+	st := rs[0].Status
+	r := &gate.Refusal{Kind: gate.ErrStale, Status: st,
+		Reason: fmt.Sprintf("this request started dispatch %s before; a request is never delivered twice: ask status, or send a new request if it says not_sent or free", res.Permit.DispatchID())}
+	switch {
+	case st == gate.StatusHeld:
+		r.Kind = gate.ErrHeld
+	case st == gate.StatusSentVerified, st == gate.StatusSentRejected, st == gate.StatusSendStatusUnknown:
+		r.Kind = gate.ErrConsumed
+	}
+	out.DispatchID, out.Token = res.Permit.DispatchID(), res.Permit.Token()
+	return r
+}
+
 // sleep waits for d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -518,10 +547,13 @@ func (d *Deliverer) waitForDisplay(ctx context.Context, display, task string, le
 }
 
 // checkTask refuses a task id that could not name a folder of its own (a dry run's
-// evidence and snapshot folders are named after it) or a line of a log.
+// evidence and snapshot folders are named after it, a slash as "~") or a line of a
+// log. One slash may separate a service's agent from its sub-task (AGENT/SUBTASK).
 func checkTask(task string) error {
-	if len(task) > 200 || task == "." || task == ".." || strings.ContainsAny(task, "/\\") || strings.IndexFunc(task, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return fieldError("task", fmt.Errorf("%q must be at most 200 characters, with no slash, backslash, space or control character", task))
+	agent, sub, two := strings.Cut(task, "/")
+	if len(task) > 256 || task == "." || task == ".." || strings.ContainsAny(task, "\\~") || strings.Contains(sub, "/") ||
+		(two && (agent == "" || sub == "" || sub == "." || sub == "..")) || strings.IndexFunc(task, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fieldError("task", fmt.Errorf("%q must be at most 256 characters, with no backslash, tilde, space or control character, and at most one slash (AGENT/SUBTASK)", task))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
 )
 
 // Exit codes: the contract with every caller of the CLI, and the exit_code an HTTP
@@ -53,6 +54,33 @@ func ExitCode(err error) int {
 		}
 	}
 	return ExitFailClosed
+}
+
+// ErrorKind names an error's kind as the CLI's exit codes do, for callers that speak
+// JSON (an MCP tool error, an HTTP problem's "kind"): bad_input, fail_closed, stale,
+// crossed (a boundary this attempt already crossed), consumed, held,
+// evidence_untrusted, interrupted, or error.
+func ErrorKind(err error) string {
+	var again *store.CrossedAgain
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "bad_input"
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNotInitialized):
+		return "fail_closed"
+	case errors.Is(err, ErrStale):
+		return "stale"
+	case errors.As(err, &again):
+		return "crossed"
+	case errors.Is(err, ErrConsumed):
+		return "consumed"
+	case errors.Is(err, ErrHeld):
+		return "held"
+	case errors.Is(err, ErrEvidence), errors.Is(err, ErrUnauthenticated):
+		return "evidence_untrusted"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "interrupted"
+	}
+	return "error"
 }
 
 // OutcomeExit is the exit code an outcome maps to, as deliver and classify use them.

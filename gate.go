@@ -26,7 +26,7 @@ type ClaimRequest struct {
 	Lease       time.Duration // DefaultLease when zero
 	// Request, when set, stores the answer with the decision: a retry with the same
 	// request id gets the same answer (Replayed), never a second decision.
-	Request store.RequestRef
+	Request RequestRef
 }
 
 // Claim grants one executor an attempt at a delivery, or refuses with the reason. A
@@ -175,7 +175,7 @@ type RecordRequest struct {
 	Note      string // recorded with the outcome
 	// Request, when set, stores the answer with the decision: a retry with the same
 	// request id gets the same answer, never a second decision.
-	Request store.RequestRef
+	Request RequestRef
 }
 
 // Record records the permit's outcome. The store may record a stricter one than asked

@@ -192,3 +192,14 @@ func (c *Client) EvidenceRoot() string { return c.evidenceRoot }
 
 // Store is where the store is, as printed.
 func (c *Client) Store() string { return c.where }
+
+// RequestRef names a request for replay: who asks (Scope, e.g. an agent's token name)
+// and the id it chose (an Idempotency-Key). A retry with the same id gets the stored
+// answer, never a second decision; the same id with another request is bad input.
+type RequestRef = store.RequestRef
+
+// ForgetRequests forgets the answers to request ids stored before before (a service's
+// retention). Delivery keys are never forgotten.
+func (c *Client) ForgetRequests(ctx context.Context, before time.Time) (int, error) {
+	return c.store.ForgetRequests(ctx, before)
+}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/schema"
 )
 
 // Server is the MCP server over one sendonce Client.
@@ -39,12 +39,48 @@ type Server struct {
 	// app themselves.
 	GateTools bool
 	Version   string
+	// Remote, when set, is a sendonce service the tools call instead of Client and
+	// Deliverer (sendonce mcp --service): deliver, status, show and reconcile go
+	// through it, with the file's bytes read here; the gate tools and verify_evidence
+	// (the bundles are the service's) are not offered.
+	Remote Remote
 
 	mu      sync.Mutex
 	flights map[string]*flight // deliveries running in this server, by key
 	// one lets one delivery run at a time: a Deliverer (its OCR engine) runs one, and
 	// deliveries share the display anyway.
 	one chan struct{}
+}
+
+// Remote is a sendonce service, as its client (package service) calls it.
+type Remote interface {
+	lookup
+	Deliver(ctx context.Context, req sendonce.DeliveryRequest) (sendonce.DeliveryResult, error)
+}
+
+// lookup is what the read-only tools ask: a *sendonce.Client or a Remote.
+type lookup interface {
+	Status(ctx context.Context, req sendonce.StatusRequest) (sendonce.StatusResult, error)
+	Show(ctx context.Context, req sendonce.StatusRequest) (sendonce.StatusResult, error)
+	Reconcile(ctx context.Context, req sendonce.ReconcileRequest) (sendonce.ReconcileResult, error)
+}
+
+func (s *Server) lookup() lookup {
+	if s.Remote != nil {
+		return s.Remote
+	}
+	return s.Client
+}
+
+// deliver is the Remote's or the Deliverer's Deliver, or nil without either.
+func (s *Server) deliverFunc() func(context.Context, sendonce.DeliveryRequest) (sendonce.DeliveryResult, error) {
+	switch {
+	case s.Remote != nil:
+		return s.Remote.Deliver
+	case s.Deliverer != nil:
+		return s.Deliverer.Deliver
+	}
+	return nil
 }
 
 // flight is a delivery in progress that later calls for the same key attach to.
@@ -66,24 +102,26 @@ func (s *Server) New() *mcp.Server {
 	addTool(srv, &mcp.Tool{Name: "status", Annotations: readOnly,
 		Description: "Where a delivery stands: free, held, not_sent, or consumed (sent_verified, send_status_unknown, sent_rejected). It never sends anything."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			return toolResult(s.Client.Status(ctx, in.request()))
+			return toolResult(s.lookup().Status(ctx, in.request()))
 		})
 	addTool(srv, &mcp.Tool{Name: "show", Annotations: readOnly,
 		Description: "A delivery's status with every decision the gate made about it, in order."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			return toolResult(s.Client.Show(ctx, in.request()))
+			return toolResult(s.lookup().Show(ctx, in.request()))
 		})
-	addTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly,
-		Description: "Verify an evidence bundle and authenticate it with the store: authenticated false means nothing outside the bundle vouches for it."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyInput) (*mcp.CallToolResult, sendonce.VerifyResult, error) {
-			return toolResult(s.Client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: in.Bundle, AllowUnauthenticated: true}))
-		})
+	if s.Remote == nil {
+		addTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly,
+			Description: "Verify an evidence bundle and authenticate it with the store: authenticated false means nothing outside the bundle vouches for it."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyInput) (*mcp.CallToolResult, sendonce.VerifyResult, error) {
+				return toolResult(s.Client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: in.Bundle, AllowUnauthenticated: true}))
+			})
+	}
 	addTool(srv, &mcp.Tool{Name: "reconcile", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 		Description: "Ask the chat provider about deliveries whose outcome is send_status_unknown, and settle them from its answer. It never sends anything."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReconcileInput) (*mcp.CallToolResult, sendonce.ReconcileResult, error) {
-			return toolResult(s.Client.Reconcile(ctx, sendonce.ReconcileRequest{Key: in.Key, ProviderConfig: s.Defaults.ProviderConfig, Staging: s.Defaults.Staging}))
+			return toolResult(s.lookup().Reconcile(ctx, sendonce.ReconcileRequest{Key: in.Key, ProviderConfig: s.Defaults.ProviderConfig, Staging: s.Defaults.Staging}))
 		})
-	if s.GateTools {
+	if s.GateTools && s.Remote == nil {
 		s.addGateTools(srv)
 	}
 	return srv
@@ -121,33 +159,7 @@ type ReconcileInput struct {
 }
 
 // schemaFor is the JSON schema of a result type: its times are RFC 3339 strings.
-func schemaFor[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[sendonce.Time](): {Type: "string"},
-	}})
-	if err != nil {
-		panic(fmt.Sprintf("output schema of %T: %v", *new(T), err))
-	}
-	optional(s)
-	return s
-}
-
-// optional drops "required" throughout: a result's conditional fields (a grant, a
-// refusal, a prior attempt) are absent when they do not apply, and the types stay.
-func optional(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	s.Required = nil
-	for _, p := range s.Properties {
-		optional(p)
-	}
-	optional(s.Items)
-	for _, d := range s.Defs {
-		optional(d)
-	}
-	optional(s.AdditionalProperties)
-}
+func schemaFor[T any]() *jsonschema.Schema { return schema.For[T]() }
 
 // toolResult turns a library error into a tool error an agent and a person can act on;
 // a result without error is the structured content.
@@ -164,25 +176,7 @@ func toolError(err error) *mcp.CallToolResult {
 }
 
 // ErrorKind is an error's kind, as the CLI's exit codes name them.
-func ErrorKind(err error) string {
-	switch {
-	case errors.Is(err, sendonce.ErrInvalid):
-		return "bad_input"
-	case errors.Is(err, sendonce.ErrUnavailable), errors.Is(err, sendonce.ErrNotInitialized):
-		return "fail_closed"
-	case errors.Is(err, sendonce.ErrStale):
-		return "stale"
-	case errors.Is(err, sendonce.ErrConsumed):
-		return "consumed"
-	case errors.Is(err, sendonce.ErrHeld):
-		return "held"
-	case errors.Is(err, sendonce.ErrEvidence):
-		return "evidence_untrusted"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "interrupted"
-	}
-	return "error"
-}
+func ErrorKind(err error) string { return sendonce.ErrorKind(err) }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -239,7 +233,7 @@ func nextStep(outcome, decision string) string {
 
 // deliver runs one delivery, or attaches to the one this server runs for the same key.
 func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in DeliverInput) (*mcp.CallToolResult, DeliverOutput, error) {
-	if s.Deliverer == nil {
+	if s.deliverFunc() == nil {
 		return toolError(fmt.Errorf("%w: this sendonce was built without the desktop (cgo): deliver needs the desktop build; status, show, reconcile and verify_evidence work", sendonce.ErrInvalid)), DeliverOutput{}, nil
 	}
 	path, ask, err := s.checkPath(req, in.File)
@@ -254,7 +248,7 @@ func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in Deliv
 	}
 	dest := sendonce.Destination{Title: in.To, ProviderID: in.DestID}
 	// The key of what the file holds now: a call for a key already on its way attaches.
-	st, err := s.Client.Status(ctx, sendonce.StatusRequest{Destination: dest, Content: sendonce.Content{Path: path}})
+	st, err := s.lookup().Status(ctx, sendonce.StatusRequest{Destination: dest, Content: sendonce.Content{Path: path}})
 	if err != nil {
 		return toolError(err), DeliverOutput{}, nil
 	}
@@ -340,7 +334,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, in DeliverIn
 	progress := newProgress(ctx, req)
 	defer progress.close()
 	r.Progress = progress.send
-	res, err := s.Deliverer.Deliver(ctx, r)
+	res, err := s.deliverFunc()(ctx, r)
 	out := DeliverOutput{Outcome: res.Outcome, Path: path, Key: res.Key, Result: res}
 	if len(res.Keys) > 0 {
 		out.SHA256 = keyDigest(res.Key)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/mcpserver"
+	"github.com/sendonce/sendonce/service"
 )
 
 // mcpFlags are the delivery settings the server's deliveries share.
@@ -37,6 +38,8 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("mcp", "[--http 127.0.0.1:PORT --token-file FILE] [--allow-dir DIR]... [--gate-tools] [--app gajim] [--display :0] [--staging DIR]")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this loopback `ADDR` (127.0.0.1:PORT) instead of stdio")
 	tokenFile := fs.String("token-file", "", "with --http: the `FILE` holding the bearer token clients must send (0600)")
+	serviceAddr := fs.String("service", "", "be a client of a sendonce service at `ADDR` (unix:PATH, http://127.0.0.1:PORT, https://...): it holds the store and the desktop")
+	serviceToken := fs.String("service-token-file", "", "with --service: the `FILE` holding this agent's service token (0600)")
 	gateTools := fs.Bool("gate-tools", false, "also offer claim, check, cross, renew and record, for agents that drive an app themselves")
 	fs.Var(&allow, "allow-dir", "a `DIR` whose files may be delivered, besides the client's roots (repeatable)")
 	fs.StringVar(&f.app, "app", "gajim", "the chat app's profile deliveries use unless a call names another")
@@ -55,12 +58,15 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	var token string
 	if *httpAddr != "" {
 		var err error
-		if token, err = readToken(*tokenFile); err != nil {
+		if token, err = readToken("--token-file", *tokenFile); err != nil {
 			return err
 		}
 		if err := loopbackOnly(*httpAddr); err != nil {
 			return err
 		}
+	}
+	if *serviceAddr != "" {
+		return env.mcpForService(ctx, *serviceAddr, *serviceToken, allow, *gateTools, *httpAddr, token)
 	}
 	c, err := env.open(ctx)
 	if err != nil {
@@ -114,23 +120,49 @@ func (env *environment) displayAndStaging(cmd, display, staging string) (string,
 	return display, staging, nil
 }
 
-// readToken reads the bearer token: a private file, at least 32 characters.
-func readToken(path string) (string, error) {
+// mcpForService serves the MCP tools as a client of a sendonce service: the store, the
+// staging folder and the desktop are the service's; files are read here, as the agent.
+func (env *environment) mcpForService(ctx context.Context, addr, tokenFile string, allow dirList, gateTools bool, httpAddr, httpToken string) error {
+	if gateTools {
+		return usagef("mcp: --gate-tools drive an app from this process: with --service the service delivers (use its HTTP API for gate calls)")
+	}
+	secret, err := readToken("--service-token-file", tokenFile)
+	if err != nil {
+		return err
+	}
+	remote, err := service.Dial(addr, secret)
+	if err != nil {
+		return err
+	}
+	srv := &mcpserver.Server{Remote: remote, AllowDirs: allow, Version: sendonce.Version}
+	if httpAddr == "" {
+		err := srv.New().Run(ctx, &mcp.StdioTransport{})
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	return serveHTTP(ctx, env, srv.New(), httpAddr, httpToken)
+}
+
+// readToken reads a bearer token from the file flag names: a private file, at least 32
+// characters.
+func readToken(flag, path string) (string, error) {
 	if path == "" {
-		return "", usagef("mcp: --http needs --token-file FILE: every request must carry its bearer token")
+		return "", usagef("mcp: %s FILE is required: every request must carry its bearer token", flag)
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case err != nil:
-		return "", usagef("mcp: --token-file: %v", err)
+		return "", usagef("mcp: %s: %v", flag, err)
 	case !fi.Mode().IsRegular():
-		return "", usagef("mcp: --token-file %s is not a regular file", path)
+		return "", usagef("mcp: %s %s is not a regular file", flag, path)
 	case fi.Mode().Perm()&0o077 != 0:
-		return "", usagef("mcp: --token-file %s is readable by others (mode %v): make it 0600", path, fi.Mode().Perm())
+		return "", usagef("mcp: %s %s is readable by others (mode %v): make it 0600", flag, path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", usagef("mcp: --token-file: %v", err)
+		return "", usagef("mcp: %s: %v", flag, err)
 	}
 	token := strings.TrimSpace(string(b))
 	if len(token) < 32 {

@@ -37,6 +37,9 @@ func (env *environment) killpoint(name string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
+	if env.getenv("SENDONCE_TEST_TERM_AFTER") == name {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM) // and go on: a graceful stop must let this delivery finish
+	}
 }
 
 // cmdScenarios runs the policy suite: every scenario's steps as real processes of this

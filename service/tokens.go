@@ -1,0 +1,212 @@
+package service
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/sendonce/sendonce"
+)
+
+// A token file holds the agents' bearer tokens, hashed: a token is shown once, when it
+// is made, and only its SHA-256 is kept. The service reads the file again when it
+// changes, so a revoked token stops working at its next request.
+
+// TokenFile is the token file's JSON form.
+type TokenFile struct {
+	Tokens []TokenEntry `json:"tokens"`
+}
+
+// TokenEntry is one agent's token.
+type TokenEntry struct {
+	Name      string    `json:"name"`
+	SHA256    string    `json:"sha256"`
+	CreatedAt time.Time `json:"created_at"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// TokenResult is what 'sendonce token create|revoke' prints: the token itself only
+// when it was just made.
+type TokenResult struct {
+	Name      string `json:"name"`
+	Token     string `json:"token,omitempty"`
+	Tokens    string `json:"tokens"` // the token file
+	CreatedAt string `json:"created_at,omitempty"`
+	Revoked   bool   `json:"revoked,omitempty"`
+}
+
+// TokenList is what 'sendonce token list' prints: names and times, never hashes.
+type TokenList struct {
+	Tokens []TokenListEntry `json:"tokens"`
+}
+
+// TokenListEntry is one token's name and state.
+type TokenListEntry struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+var tokenName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+const tokenPrefix = "sendonce_"
+
+func hashToken(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+func readTokenFile(path string) (TokenFile, error) {
+	var f TokenFile
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("%w: token file %s is unreadable: %v", sendonce.ErrUnavailable, path, err)
+	}
+	return f, nil
+}
+
+func writeTokenFile(path string, f TokenFile) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tokens-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// CreateToken makes a token for the agent name and returns it: it is shown once.
+func CreateToken(path, name string, now time.Time) (TokenResult, error) {
+	if !tokenName.MatchString(name) {
+		return TokenResult{}, sendonce.FieldErrorf("name", "%q is not a token name: 1-63 of a-z 0-9 . _ -, starting with a letter or digit", name)
+	}
+	f, err := readTokenFile(path)
+	if err != nil {
+		return TokenResult{}, err
+	}
+	for _, e := range f.Tokens {
+		if e.Name == name {
+			return TokenResult{}, sendonce.FieldErrorf("name", "a token named %q exists (made %s): names are never reused, so that every recorded task names one agent", name, e.CreatedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return TokenResult{}, err
+	}
+	secret := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	f.Tokens = append(f.Tokens, TokenEntry{Name: name, SHA256: hashToken(secret), CreatedAt: now.UTC()})
+	if err := writeTokenFile(path, f); err != nil {
+		return TokenResult{}, err
+	}
+	return TokenResult{Name: name, Token: secret, Tokens: path, CreatedAt: now.UTC().Format(time.RFC3339)}, nil
+}
+
+// RevokeToken revokes the token named name; a running service refuses it from its next
+// request on.
+func RevokeToken(path, name string, now time.Time) (TokenResult, error) {
+	f, err := readTokenFile(path)
+	if err != nil {
+		return TokenResult{}, err
+	}
+	for i, e := range f.Tokens {
+		if e.Name == name {
+			if e.RevokedAt.IsZero() {
+				f.Tokens[i].RevokedAt = now.UTC()
+				if err := writeTokenFile(path, f); err != nil {
+					return TokenResult{}, err
+				}
+			}
+			return TokenResult{Name: name, Tokens: path, Revoked: true}, nil
+		}
+	}
+	return TokenResult{}, sendonce.FieldErrorf("name", "no token named %q in %s", name, path)
+}
+
+// ListTokens lists the token file's names.
+func ListTokens(path string) (TokenList, error) {
+	f, err := readTokenFile(path)
+	if err != nil {
+		return TokenList{}, err
+	}
+	out := TokenList{Tokens: []TokenListEntry{}}
+	for _, e := range f.Tokens {
+		out.Tokens = append(out.Tokens, TokenListEntry{Name: e.Name, CreatedAt: e.CreatedAt, RevokedAt: e.RevokedAt})
+	}
+	return out, nil
+}
+
+// Tokens checks bearer tokens against a token file, read again when it changes.
+type Tokens struct {
+	Path string
+
+	mu      sync.Mutex
+	modTime time.Time
+	size    int64
+	byHash  map[string]string // sha256 -> name, live tokens only
+}
+
+// Lookup returns the name of the live token secret, or "" when none matches. An
+// unreadable token file is an error (the service fails closed).
+func (t *Tokens) Lookup(secret string) (string, error) {
+	fi, err := os.Stat(t.Path)
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byHash == nil || !fi.ModTime().Equal(t.modTime) || fi.Size() != t.size {
+		f, err := readTokenFile(t.Path)
+		if err != nil {
+			return "", err
+		}
+		t.byHash = map[string]string{}
+		for _, e := range f.Tokens {
+			if e.RevokedAt.IsZero() {
+				t.byHash[e.SHA256] = e.Name
+			}
+		}
+		t.modTime, t.size = fi.ModTime(), fi.Size()
+	}
+	h := hashToken(secret)
+	name := ""
+	for hash, n := range t.byHash { // compare every entry, in constant time each
+		if subtle.ConstantTimeCompare([]byte(hash), []byte(h)) == 1 {
+			name = n
+		}
+	}
+	return name, nil
+}
