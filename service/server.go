@@ -274,7 +274,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) reply {
 	return rep
 }
 
-func (s *Server) getOpenAPI(c *call) reply { return reply{status: http.StatusOK, body: rawJSON(s.openapi)} }
+func (s *Server) getOpenAPI(c *call) reply {
+	return reply{status: http.StatusOK, body: rawJSON(s.openapi)}
+}
 
 // Health is /v1/healthz's answer.
 type Health struct {
@@ -290,7 +292,9 @@ func (s *Server) getHealth(c *call) reply {
 	return ok(Health{Status: "ok", Store: s.cfg.Client.Store(), InFlight: s.metrics.inFlight()})
 }
 
-func (s *Server) getMetrics(c *call) reply { return reply{status: http.StatusOK, body: promText(s.metrics.text())} }
+func (s *Server) getMetrics(c *call) reply {
+	return reply{status: http.StatusOK, body: promText(s.metrics.text())}
+}
 
 // StatusQuery names a delivery in a GET: its key, or its destination and the SHA-256
 // of its bytes.
@@ -561,4 +565,3 @@ func newID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-

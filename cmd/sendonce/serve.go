@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -79,7 +79,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	}
 	defer closeDesktop()
 	cfg := service.Config{Client: c, Tokens: &service.Tokens{Path: *tokens}, Guard: guard, Retention: *retention, MaxBody: *maxBody, DeliveryWait: *deliveryWait,
-		Defaults: sendonce.DeliveryRequest{App: f.app, DisplayWait: f.displayWait, SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig},
+		Defaults:   sendonce.DeliveryRequest{App: f.app, DisplayWait: f.displayWait, SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig},
 		AfterCross: func() { env.killpoint("serve_cross") },
 		AccessLog: func(e service.AccessEntry) {
 			env.log.Info().Str("method", e.Method).Str("path", e.Path).Int("status", e.Status).Str("agent", e.Agent).
