@@ -93,6 +93,8 @@ tb_load_state() {
         key=${BASH_REMATCH[1]}
         declare -g "$key=${BASH_REMATCH[2]}"
     done <"$TB_STATE"
+    # The display's cookie: every X client of the test bed needs it.
+    if [[ -n ${XAUTHORITY:-} ]]; then export XAUTHORITY; fi
     return 0
 }
 

@@ -73,6 +73,11 @@ func loadTestBed(path string) (*testBed, error) {
 	if fi, err := os.Stat(st.Vars["STAGING"]); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("the test bed's STAGING %s is not a folder: %v", st.Vars["STAGING"], err)
 	}
+	// The display takes connections only with its cookie: this process's X clients and
+	// every process it starts get it.
+	if x := st.Vars["XAUTHORITY"]; x != "" {
+		os.Setenv("XAUTHORITY", x)
+	}
 	return &testBed{stateFile: st.File, vars: st.Vars}, nil
 }
 
