@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -18,7 +20,11 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	if os.Getenv("SENDONCE_AS_CLI") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+		// As main does: SIGINT and SIGTERM cancel the command's context.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+		stop()
+		os.Exit(code)
 	}
 	testscript.Main(m, map[string]func(){
 		"sendonce": func() { main() },

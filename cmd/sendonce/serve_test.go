@@ -45,6 +45,7 @@ type svc struct {
 type svcOptions struct {
 	tcp     bool
 	fixture string   // the recorded fixture deliveries replay (verified-text-file)
+	live    *testBed // deliveries drive the test bed's desktop instead
 	agents  int      // tokens agent-1..agent-N (at least 1)
 	extra   []string // more serve flags
 	env     []string // e.g. SENDONCE_TEST_KILL_AFTER=serve_cross
@@ -79,8 +80,13 @@ func startService(t *testing.T, o svcOptions) *svc {
 	if o.fixture == "" {
 		o.fixture = "verified-text-file"
 	}
-	s.args = append([]string{"--store", s.store, "serve", "--listen", listen, "--tokens", s.tokens,
-		"--replay", filepath.Join("..", "..", "testdata", "fixtures", o.fixture), "--staging", staging, "--sent-item-timeout", "2s"}, o.extra...)
+	s.args = []string{"--store", s.store, "serve", "--listen", listen, "--tokens", s.tokens}
+	if o.live != nil {
+		s.args = append(s.args, "--display", o.live.display(t), "--staging", o.live.staging(t))
+	} else {
+		s.args = append(s.args, "--replay", filepath.Join("..", "..", "testdata", "fixtures", o.fixture), "--staging", staging, "--sent-item-timeout", "2s")
+	}
+	s.args = append(s.args, o.extra...)
 	s.env = o.env
 	s.start()
 	return s
