@@ -56,7 +56,7 @@ func TestDesktopAndLoggingStayInCmd(t *testing.T) {
 		module + "/driver/x11", module + "/vision/tesseract"}
 	roots := []string{module, module + "/gate", module + "/store", module + "/store/registry", module + "/store/sqlite",
 		module + "/store/storetest", module + "/evidence", module + "/provider", module + "/provider/registry", module + "/provider/xmpp",
-		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios", module + "/mcpserver"}
+		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios", module + "/mcpserver", module + "/service"}
 	pkgs := goList(t, nil, roots...)
 	for _, root := range roots {
 		p, ok := pkgs[root]

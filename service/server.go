@@ -531,6 +531,8 @@ func contentOf(b []byte, sum string) (sendonce.Content, error) {
 	switch {
 	case b != nil && sum != "":
 		return sendonce.Content{}, sendonce.FieldErrorf("content", "give content or sha256, not both")
+	case b != nil && len(b) == 0:
+		return sendonce.Content{}, sendonce.FieldErrorf("content", "is empty: an empty file is never delivered")
 	case b != nil:
 		return sendonce.Content{SHA256: gate.DigestOf(b).String()}, nil
 	case sum != "":

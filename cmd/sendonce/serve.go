@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/service"
 )
 
@@ -29,7 +30,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	insecure := fs.Bool("insecure-listen", false, "listen on a non-loopback address without TLS (tokens then cross the network in the clear)")
 	tokens := fs.String("tokens", "", "the agents' token `FILE` (default STATE/tokens.json; 'sendonce token create NAME' adds one)")
 	retention := fs.Duration("idempotency-retention", service.DefaultRetention, "how long responses to an Idempotency-Key are kept")
-	maxBody := fs.Int64("max-body", service.DefaultMaxBody, "the largest request body, in bytes (a delivery's content is also capped by the profile's upload limit)")
+	maxBody := fs.Int64("max-body", 0, "the largest request body, in bytes (default: room for the app profile's upload limit in base64)")
 	readTimeout := fs.Duration("read-timeout", time.Minute, "how long a client may take to send a request")
 	writeTimeout := fs.Duration("write-timeout", 2*time.Minute, "how long an answer may take to write")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle connection is kept")
@@ -50,6 +51,13 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("serve: --tls-cert and --tls-key go together")
+	}
+	profile, err := driver.LoadProfile(f.app)
+	if err != nil {
+		return usagef("serve: --app: %v", err)
+	}
+	if *maxBody == 0 {
+		*maxBody = profile.UploadLimitBytes/3*4 + 64<<10 // base64 of the largest upload, and the JSON around it
 	}
 	c, err := env.open(ctx)
 	if err != nil {

@@ -423,6 +423,7 @@ func TestServeBadRequests(t *testing.T) {
 		{"two JSON values", "/v1/claim", tok, "b4", []byte(`{"task":"a"} {"task":"b"}`), 400, "bad_input", "body", float64(2)},
 		{"a wrong type", "/v1/claim", tok, "b5", with(good, "lease_seconds", "long"), 400, "bad_input", "lease_seconds", float64(2)},
 		{"an unknown field", "/v1/claim", tok, "b6", with(good, "path", "/etc/passwd"), 400, "bad_input", "body", float64(2)},
+		{"empty content", "/v1/claim", tok, "b7e", with(good, "content", ""), 400, "bad_input", "content", float64(2)},
 		{"content that is not base64", "/v1/claim", tok, "b7", with(good, "content", "%%%"), 400, "bad_input", "content", float64(2)},
 		{"no destination", "/v1/claim", tok, "b8", with(good, "to", "", "dest_id", ""), 400, "bad_input", "", float64(2)},
 		{"an oversized body", "/v1/claim", tok, "b9", with(good, "content", base64.StdEncoding.EncodeToString(make([]byte, 8000))), 413, "bad_input", "", float64(2)},

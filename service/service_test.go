@@ -1,0 +1,168 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce"
+)
+
+func TestTokens(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	made, err := CreateToken(file, "agent-a", now)
+	if err != nil || !strings.HasPrefix(made.Token, tokenPrefix) {
+		t.Fatalf("create: %+v %v", made, err)
+	}
+	b, _ := os.ReadFile(file)
+	if strings.Contains(string(b), made.Token) {
+		t.Fatal("the token file holds the token itself, not its hash")
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the token file is %v; want 0600", fi.Mode().Perm())
+	}
+	for name, bad := range map[string]string{"a taken name": "agent-a", "a slash": "a/b", "upper case": "Agent", "empty": ""} {
+		if _, err := CreateToken(file, bad, now); !errors.Is(err, sendonce.ErrInvalid) {
+			t.Errorf("%s (%q): %v; want bad input", name, bad, err)
+		}
+	}
+	tokens := &Tokens{Path: file}
+	if got, err := tokens.Lookup(made.Token); err != nil || got != "agent-a" {
+		t.Fatalf("lookup: %q %v", got, err)
+	}
+	if got, _ := tokens.Lookup(made.Token + "x"); got != "" {
+		t.Fatalf("a wrong token matched %q", got)
+	}
+	other, _ := CreateToken(file, "agent-b", now)
+	if _, err := RevokeToken(file, "agent-a", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tokens.Lookup(made.Token); got != "" {
+		t.Fatalf("a revoked token still matches %q", got)
+	}
+	if got, _ := tokens.Lookup(other.Token); got != "agent-b" {
+		t.Fatalf("the other token after a revocation: %q", got)
+	}
+	list, _ := ListTokens(file)
+	if len(list.Tokens) != 2 || list.Tokens[0].RevokedAt.IsZero() || !list.Tokens[1].RevokedAt.IsZero() {
+		t.Fatalf("list: %+v", list)
+	}
+	if _, err := RevokeToken(file, "nobody", now); !errors.Is(err, sendonce.ErrInvalid) {
+		t.Fatalf("revoking an unknown name: %v", err)
+	}
+	os.WriteFile(file, []byte("{not json"), 0o600)
+	if _, err := tokens.Lookup(other.Token); !errors.Is(err, sendonce.ErrUnavailable) {
+		t.Fatalf("an unreadable token file: %v; want fail-closed", err)
+	}
+}
+
+func TestTaskNames(t *testing.T) {
+	c := &call{agent: "agent-a"}
+	for _, tc := range []struct {
+		sub, want string
+		required  bool
+		bad       bool
+	}{
+		{sub: "x", want: "agent-a/x"},
+		{sub: "agent-a/x", want: "agent-a/x"},
+		{sub: "agent-b/x", bad: true},
+		{sub: "agent-a/x/y", bad: true},
+		{sub: "/x", bad: true},
+		{sub: "", required: true, bad: true},
+		{sub: "x y\n", bad: true},
+	} {
+		got, err := c.task(tc.sub, tc.required)
+		if (err != nil) != tc.bad || (!tc.bad && got != tc.want) {
+			t.Errorf("task(%q): %q %v; want %q (bad %v)", tc.sub, got, err, tc.want, tc.bad)
+		}
+	}
+	if got, err := c.task("", false); err != nil || !strings.HasPrefix(got, "agent-a/t-") {
+		t.Errorf("a new task: %q %v", got, err)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	base := fingerprint("POST", "/v1/claim", "a", []byte(`{"to":"Bob","content":"aGVsbG8=","task":"x"}`))
+	same := []string{`{"task":"x", "content":"aGVsbG8=",  "to":"Bob"}`, "{\n\"to\": \"Bob\", \"content\": \"aGVsbG8=\", \"task\": \"x\"}\n"}
+	for _, b := range same {
+		if got := fingerprint("POST", "/v1/claim", "a", []byte(b)); got != base {
+			t.Errorf("%s: another fingerprint for the same request", b)
+		}
+	}
+	differ := map[string]string{
+		"other bytes":  fingerprint("POST", "/v1/claim", "a", []byte(`{"to":"Bob","content":"aGVsbG9v","task":"x"}`)),
+		"other path":   fingerprint("POST", "/v1/deliveries", "a", []byte(`{"to":"Bob","content":"aGVsbG8=","task":"x"}`)),
+		"other agent":  fingerprint("POST", "/v1/claim", "b", []byte(`{"to":"Bob","content":"aGVsbG8=","task":"x"}`)),
+		"other task":   fingerprint("POST", "/v1/claim", "a", []byte(`{"to":"Bob","content":"aGVsbG8=","task":"y"}`)),
+		"not JSON":     fingerprint("POST", "/v1/claim", "a", []byte(`{"to":"Bob"`)),
+		"a number now": fingerprint("POST", "/v1/claim", "a", []byte(`{"to":"Bob","content":"aGVsbG8=","task":"x","lease_seconds":1}`)),
+	}
+	for what, fp := range differ {
+		if fp == base {
+			t.Errorf("%s: the same fingerprint", what)
+		}
+	}
+}
+
+func TestPreferWait(t *testing.T) {
+	for h, want := range map[string]time.Duration{"wait=5": 5 * time.Second, "respond-async, wait=0": 0, "return=minimal": -1, "wait=x": -1} {
+		got, ok := preferWait(h)
+		if (want < 0 && ok) || (want >= 0 && (!ok || got != want)) {
+			t.Errorf("Prefer: %s: %v %v; want %v", h, got, ok, want)
+		}
+	}
+}
+
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	b, err := OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string                     `json:"openapi"`
+		Paths   map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi: %v %q", err, doc.OpenAPI)
+	}
+	for _, p := range []string{"/v1/claim", "/v1/check", "/v1/cross", "/v1/renew", "/v1/record", "/v1/reconcile", "/v1/deliveries",
+		"/v1/deliveries/{id}", "/v1/status", "/v1/show", "/v1/healthz", "/v1/metrics", "/v1/openapi.json"} {
+		if _, ok := doc.Paths[p]; !ok {
+			t.Errorf("the description has no %s", p)
+		}
+	}
+}
+
+// FuzzDecodeClaim: the strict decoder never panics, and what it accepts survives a
+// round trip unchanged.
+func FuzzDecodeClaim(f *testing.F) {
+	for _, s := range []string{`{"to":"Bob","content":"aGk=","task":"x"}`, `{"sha256":"00","task":"t","lease_seconds":5}`, `{`, `[]`, `{"path":"/etc"}`, `{"content":"%%"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b ClaimBody
+		if err := decode(body, &b); err != nil {
+			if !errors.Is(err, sendonce.ErrInvalid) {
+				t.Fatalf("a decode error that is not bad input: %v", err)
+			}
+			return
+		}
+		if _, err := contentOf(b.Content, b.SHA256); err == nil && len(b.Content) == 0 && b.SHA256 == "" {
+			t.Fatalf("%s: a claim with no bytes and no digest names content", body)
+		}
+		again, _ := json.Marshal(b)
+		var b2 ClaimBody
+		if len(b.Content) == 0 {
+			b.Content = nil // "" and absent both say: no bytes (omitempty)
+		}
+		if err := decode(again, &b2); err != nil || !reflect.DeepEqual(b, b2) {
+			t.Fatalf("round trip: %+v -> %s -> %+v (%v)", b, again, b2, err)
+		}
+	})
+}
