@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/service"
 )
 
 // BenchmarkContended64 measures the time until all of 64 processes, started together
@@ -43,4 +50,79 @@ func BenchmarkContended64(b *testing.B) {
 			b.Fatalf("%d grants; want 1", granted)
 		}
 	}
+}
+
+// BenchmarkClaimsHTTPBesideLibrary: one claim of a new key a loop through 'sendonce
+// serve' (HTTP over its unix socket, Idempotency-Key, token check, guard), and one
+// beside it straight through the library on the same store, in the same run. It reports
+// each path's claims per second and p99.
+func BenchmarkClaimsHTTPBesideLibrary(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	path, socket, tokens := dir+"/s.db", dir+"/s.sock", dir+"/tokens.json"
+	env := append(os.Environ(), "SENDONCE_AS_CLI=1")
+	initCmd := exec.Command(exe, "init", "--store", path)
+	initCmd.Env = env
+	if err := initCmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	tok, err := service.CreateToken(tokens, "bench", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := exec.Command(exe, "--store", path, "serve", "--listen", "unix:"+socket, "--tokens", tokens, "--replay", "../../testdata/fixtures/verified-text-file", "--staging", dir)
+	srv.Env = env
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	remote, err := service.Dial("unix:"+socket, tok.Token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, _, err := remote.Do(ctx, "GET", "/v1/healthz", "", nil, nil); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the service did not come up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lib, err := sendonce.Open(ctx, path, sendonce.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lib.Close()
+	var viaLib, viaHTTP []time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		res, err := lib.Claim(ctx, sendonce.ClaimRequest{Destination: sendonce.Destination{Title: "Bob"}, Content: sendonce.Content{SHA256: digest(fmt.Sprint("lib ", i))}, Task: "lib"})
+		viaLib = append(viaLib, time.Since(start))
+		if err != nil || !res.Granted() {
+			b.Fatalf("library claim: %v", err)
+		}
+		start = time.Now()
+		var out sendonce.ClaimResult
+		_, _, err = remote.Do(ctx, "POST", "/v1/claim", service.NewKey(), service.ClaimBody{To: "Bob", SHA256: digest(fmt.Sprint("http ", i)), Task: "http"}, &out)
+		viaHTTP = append(viaHTTP, time.Since(start))
+		if err != nil || !out.Granted() {
+			b.Fatalf("HTTP claim: %v", err)
+		}
+	}
+	report := func(name string, d []time.Duration) {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		slices.Sort(d)
+		b.ReportMetric(float64(len(d))/sum.Seconds(), name+"-claims/s")
+		b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, name+"-p99-ms")
+	}
+	report("library", viaLib)
+	report("http", viaHTTP)
 }
