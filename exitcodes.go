@@ -57,12 +57,15 @@ func ExitCode(err error) int {
 }
 
 // ErrorKind names an error's kind as the CLI's exit codes do, for callers that speak
-// JSON (an MCP tool error, an HTTP problem's "kind"): bad_input, fail_closed, stale,
+// JSON (an MCP tool error, an HTTP problem's "kind"): idempotency_conflict (a request id
+// reused for another request), bad_input, fail_closed, stale,
 // crossed (a boundary this attempt already crossed), consumed, held,
 // evidence_untrusted, interrupted, or error.
 func ErrorKind(err error) string {
 	var again *store.CrossedAgain
 	switch {
+	case errors.Is(err, ErrRequestReused):
+		return "idempotency_conflict"
 	case errors.Is(err, ErrInvalid):
 		return "bad_input"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNotInitialized):

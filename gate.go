@@ -123,6 +123,13 @@ func (c *Client) Check(ctx context.Context, ref PermitRef, b gate.Boundary) (Dec
 // Cross records, durably, that the permit is about to cross b (choose_file or send).
 // Act exactly once after it; a crossing is never given out twice.
 func (c *Client) Cross(ctx context.Context, ref PermitRef, b gate.Boundary, chainHead string) (Decision, error) {
+	return c.CrossRequest(ctx, ref, b, chainHead, RequestRef{})
+}
+
+// CrossRequest is Cross with a request id stored with the crossing: the same id again
+// is refused as every repeated cross is (Replayed, with the first crossing's time), the
+// id with another request is bad input.
+func (c *Client) CrossRequest(ctx context.Context, ref PermitRef, b gate.Boundary, chainHead string, req RequestRef) (Decision, error) {
 	if _, err := gate.ParseBoundary(string(b)); err != nil {
 		return Decision{}, err
 	}
@@ -133,7 +140,7 @@ func (c *Client) Cross(ctx context.Context, ref PermitRef, b gate.Boundary, chai
 	if err != nil {
 		return Decision{}, err
 	}
-	if _, err := c.store.Cross(ctx, p, b, chainHead); err != nil {
+	if _, err := c.store.CrossRequest(ctx, p, b, chainHead, req); err != nil {
 		var again *store.CrossedAgain
 		if !errors.As(err, &again) {
 			return Decision{}, err

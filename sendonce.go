@@ -64,6 +64,9 @@ var (
 	// workstation's signature nor the store's chain heads vouch for it: it may have been
 	// written from scratch. VerifyRequest.AllowUnauthenticated accepts it.
 	ErrUnauthenticated = errors.New("the evidence bundle could not be authenticated")
+	// ErrRequestReused: a request id (an Idempotency-Key) came back with a different
+	// request. It also matches ErrInvalid (exit 2); an HTTP service answers it 422.
+	ErrRequestReused = store.ErrRequestReused
 )
 
 // Options tune a Client.

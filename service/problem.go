@@ -36,15 +36,16 @@ type problemBody struct {
 
 // statusOf is the one table from an error's kind to its HTTP status.
 var statusOf = map[string]int{
-	"bad_input":          http.StatusBadRequest,
-	"consumed":           http.StatusConflict,
-	"crossed":            http.StatusConflict,
-	"held":               http.StatusConflict,
-	"stale":              http.StatusPreconditionFailed,
-	"fail_closed":        http.StatusServiceUnavailable,
-	"interrupted":        http.StatusServiceUnavailable,
-	"evidence_untrusted": http.StatusUnprocessableEntity,
-	"error":              http.StatusInternalServerError,
+	"bad_input":            http.StatusBadRequest,
+	"idempotency_conflict": http.StatusUnprocessableEntity,
+	"consumed":             http.StatusConflict,
+	"crossed":              http.StatusConflict,
+	"held":                 http.StatusConflict,
+	"stale":                http.StatusPreconditionFailed,
+	"fail_closed":          http.StatusServiceUnavailable,
+	"interrupted":          http.StatusServiceUnavailable,
+	"evidence_untrusted":   http.StatusUnprocessableEntity,
+	"error":                http.StatusInternalServerError,
 }
 
 // failure is an error of the library as a problem reply; result is the gate's answer
@@ -52,6 +53,9 @@ var statusOf = map[string]int{
 func failure(err error, result any) reply {
 	kind := sendonce.ErrorKind(err)
 	b := problemBody{Kind: kind, Detail: err.Error(), ExitCode: exit(sendonce.ExitCode(err))}
+	if kind == "idempotency_conflict" {
+		b.ExitCode = nil // no CLI counterpart
+	}
 	var fe *sendonce.FieldError
 	if errors.As(err, &fe) {
 		b.Field = fe.Field

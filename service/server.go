@@ -452,7 +452,7 @@ func (s *Server) cross(c *call) reply {
 	if err != nil {
 		return failure(err, nil)
 	}
-	d, err := s.cfg.Client.Cross(c.r.Context(), ref, b.Boundary, b.ChainHead)
+	d, err := s.cfg.Client.CrossRequest(c.r.Context(), ref, b.Boundary, b.ChainHead, c.ref())
 	if err == nil && s.cfg.AfterCross != nil {
 		s.cfg.AfterCross() // a test hook: the process dies between the crossing and its response
 	}

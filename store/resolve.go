@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,9 @@ type ResolveRequest struct {
 	SHA256     string // of the bytes the provider holds
 	Recipient  string // canonical identity the provider delivered to
 	Link       string
+	// Request, when set, stores the answer with the resolution: the same request id
+	// again gets that answer, never a second decision.
+	Request RequestRef
 }
 
 // Resolve settles an unknown attempt with provider evidence bound to its dispatch: the
@@ -34,10 +38,29 @@ func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, 
 		}
 		req.SHA256 = d.String() // one spelling: lower case
 	}
+	if err := req.Request.check(); err != nil {
+		return "", err
+	}
+	fp := fingerprint("resolve", struct {
+		DispatchID, Provider, ObjectID, SHA256, Recipient, Link string
+	}{req.DispatchID, req.Provider, req.ObjectID, req.SHA256, req.Recipient, req.Link})
 	var got gate.Outcome
 	var refusal *gate.Refusal
 	err := s.update(ctx, func(tx Tx) error {
 		got, refusal = "", nil
+		if b, err := replay(tx, req.Request, fp); err != nil || b != nil {
+			if err != nil {
+				return err
+			}
+			var a recordAnswer
+			if err := json.Unmarshal(b, &a); err != nil {
+				return fmt.Errorf("the stored answer to request %q is unreadable: %v", req.Request.ID, err)
+			}
+			if got = a.Recorded; a.Refusal != nil {
+				refusal = a.Refusal.refusal()
+			}
+			return nil
+		}
 		a, err := tx.AttemptByDispatch(req.DispatchID)
 		if err != nil {
 			return err
@@ -65,6 +88,11 @@ func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, 
 			refusal = r
 			d["reason"] = r.Reason
 			e.Kind = EventResolveRefused
+			if p := permanent(r); p != nil {
+				if err := remember(tx, req.Request, fp, recordAnswer{Refusal: p}); err != nil {
+					return err
+				}
+			}
 			return tx.Append(e)
 		}
 		if bound == "" {
@@ -78,6 +106,9 @@ func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, 
 		got = o
 		d["outcome"], d["reason"] = string(o), why
 		e.Kind = EventResolved
+		if err := remember(tx, req.Request, fp, recordAnswer{Recorded: o}); err != nil {
+			return err
+		}
 		return tx.Append(e)
 	})
 	if err != nil {

@@ -500,9 +500,31 @@ func (s *Store) Check(ctx context.Context, p *Permit, b gate.Boundary) error {
 // needs. chainHead is the evidence bundle's chain head at this moment, so that steps
 // dropped from the bundle later are detected against the store.
 func (s *Store) Cross(ctx context.Context, p *Permit, b gate.Boundary, chainHead string) (*Pass, error) {
+	return s.CrossRequest(ctx, p, b, chainHead, RequestRef{})
+}
+
+// CrossRequest is Cross with a request id: stored with the crossing, so that the id
+// with another request is refused (ErrRequestReused) even after a restart. Its replay
+// is the refusal every repeated cross gets (CrossedAgain), never a second crossing.
+func (s *Store) CrossRequest(ctx context.Context, p *Permit, b gate.Boundary, chainHead string, ref RequestRef) (*Pass, error) {
+	if err := ref.check(); err != nil {
+		return nil, err
+	}
+	var fp string
+	if p != nil {
+		fp = fingerprint("cross", struct {
+			Key, Task string
+			Token     uint64
+			Boundary  gate.Boundary
+			ChainHead string
+		}{p.key.String(), p.task, p.token, b, chainHead})
+	}
 	var first time.Time
 	err := s.permitOp(ctx, p, func(tx Tx, id int64, in gate.Intent, now time.Time) (Event, error) {
 		first = time.Time{} // a retried transaction starts over
+		if _, err := replay(tx, ref, fp); err != nil {
+			return Event{}, err // the id came with another request
+		}
 		d := map[string]string{"boundary": string(b)}
 		if chainHead != "" {
 			d["chain_head"] = chainHead
@@ -521,6 +543,12 @@ func (s *Store) Cross(ctx context.Context, p *Permit, b gate.Boundary, chainHead
 				d["first_crossed_at"] = formatTime(first)
 			}
 			return Event{Kind: EventCrossRefused, Detail: d}, r
+		}
+		if err := remember(tx, ref, fp, struct {
+			Boundary gate.Boundary `json:"boundary"`
+			At       time.Time     `json:"at"`
+		}{b, now}); err != nil {
+			return Event{}, err
 		}
 		return Event{Kind: EventCrossed, Detail: d}, tx.AddCrossing(p.token, b, chainHead, now)
 	})

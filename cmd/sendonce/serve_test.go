@@ -586,6 +586,9 @@ func TestServeKilledBetweenCrossAndResponse(t *testing.T) {
 	if r.code != 409 || r.body["kind"] != "crossed" || r.result()["replayed"] != true || r.result()["first_crossed_at"] == nil {
 		t.Fatalf("the retry after the restart: %v; want 409 crossed, replayed, with the first crossing's time", r)
 	}
+	if other := s.post("/v1/cross", tok, "cross-1", with(p, "boundary", "send")); other.code != 422 || other.body["kind"] != "idempotency_conflict" {
+		t.Fatalf("the crossing's Idempotency-Key with another boundary after the restart: %v; want 422", other)
+	}
 	if again := s.post("/v1/claim", tok, "claim-1", claimBody("killed", "one")); again.code != 200 || again.body["replayed"] != true || again.body["token"] != claim.body["token"] {
 		t.Fatalf("the claim's retry after the restart: %v; want the stored grant, replayed", again)
 	}

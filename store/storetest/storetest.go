@@ -70,6 +70,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"RecordRequestIDs", testRecordRequestIDs},
 		{"CrossingGivenOutOnce", testCrossingGivenOutOnce},
 		{"ForgetRequests", testForgetRequests},
+		{"CrossAndResolveRequestIDs", testCrossAndResolveRequestIDs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -878,4 +879,38 @@ func testForgetRequests(t *testing.T, s *store.Store, c *Clock) {
 	if err != nil || after.Replayed || after.Permit.Token() == res.Permit.Token() {
 		t.Fatalf("the id after it was forgotten: replayed=%v %v; want a new decision", after.Replayed, err)
 	}
+}
+
+// A cross's request id is stored with the crossing: the id again is refused as a
+// repeated cross; the id with another request is reused (bad input). A resolution's
+// answer is stored with it and given again for the same id.
+func testCrossAndResolveRequestIDs(t *testing.T, s *store.Store, c *Clock) {
+	k := destKey(t, "xmpp:bob@localhost", "report")
+	p := mustClaim(t, s, "A", k)
+	ref := store.RequestRef{Scope: "agent-1", ID: "cross-1"}
+	if _, err := s.CrossRequest(ctx, p, gate.ChooseFile, "", ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.CrossRequest(ctx, p, gate.ChooseFile, "", ref)
+	var again *store.CrossedAgain
+	if !errors.As(err, &again) {
+		t.Fatalf("the same cross request again: %v; want CrossedAgain", err)
+	}
+	_, err = s.CrossRequest(ctx, p, gate.Send, "", ref)
+	wantErr(t, "the cross id with another boundary", err, store.ErrRequestReused)
+	if _, err := s.CrossRequest(ctx, p, gate.Send, "", store.RequestRef{Scope: "agent-1", ID: "cross-2"}); err != nil {
+		t.Fatalf("send under a new id: %v", err)
+	}
+	c.Advance(lease + time.Second)
+	req := store.ResolveRequest{DispatchID: p.DispatchID(), Provider: "xmpp", ObjectID: "stanza-9", SHA256: k.Digest().String(),
+		Recipient: "xmpp:bob@localhost", Request: store.RequestRef{Scope: "operator", ID: "resolve-1"}}
+	for i := 0; i < 2; i++ {
+		got, err := s.Resolve(ctx, req)
+		if err != nil || got != gate.SentVerified {
+			t.Fatalf("resolve, try %d: %s %v; want sent_verified (the stored answer the second time)", i+1, got, err)
+		}
+	}
+	req.ObjectID = "stanza-10"
+	_, err = s.Resolve(ctx, req)
+	wantErr(t, "the resolve id with another object", err, store.ErrRequestReused)
 }
