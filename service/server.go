@@ -412,6 +412,14 @@ func (c *call) ref() sendonce.RequestRef {
 	return sendonce.RequestRef{Scope: c.agent, ID: c.key, Fingerprint: c.fp}
 }
 
+// permitRequest decodes a body v that names a permit (pb, inside v), and the permit.
+func (c *call) permitRequest(v any, pb *PermitBody) (sendonce.PermitRef, error) {
+	if err := decode(c.body, v); err != nil {
+		return sendonce.PermitRef{}, err
+	}
+	return c.permit(*pb)
+}
+
 func (c *call) permit(b PermitBody) (sendonce.PermitRef, error) {
 	task, err := c.task(b.Task, true)
 	if err != nil {
@@ -425,10 +433,7 @@ func (c *call) permit(b PermitBody) (sendonce.PermitRef, error) {
 
 func (s *Server) check(c *call) reply {
 	var b BoundaryBody
-	if err := decode(c.body, &b); err != nil {
-		return failure(err, nil)
-	}
-	ref, err := c.permit(b.PermitBody)
+	ref, err := c.permitRequest(&b, &b.PermitBody)
 	if err != nil {
 		return failure(err, nil)
 	}
@@ -445,10 +450,7 @@ func decided(d sendonce.Decision, err error) reply {
 
 func (s *Server) cross(c *call) reply {
 	var b BoundaryBody
-	if err := decode(c.body, &b); err != nil {
-		return failure(err, nil)
-	}
-	ref, err := c.permit(b.PermitBody)
+	ref, err := c.permitRequest(&b, &b.PermitBody)
 	if err != nil {
 		return failure(err, nil)
 	}
@@ -461,10 +463,7 @@ func (s *Server) cross(c *call) reply {
 
 func (s *Server) renew(c *call) reply {
 	var b RenewBody
-	if err := decode(c.body, &b); err != nil {
-		return failure(err, nil)
-	}
-	ref, err := c.permit(b.PermitBody)
+	ref, err := c.permitRequest(&b, &b.PermitBody)
 	if err != nil {
 		return failure(err, nil)
 	}
@@ -477,10 +476,7 @@ func (s *Server) renew(c *call) reply {
 // its claim noted, and the service asks its own provider account (reconcile).
 func (s *Server) record(c *call) reply {
 	var b RecordBody
-	if err := decode(c.body, &b); err != nil {
-		return failure(err, nil)
-	}
-	ref, err := c.permit(b.PermitBody)
+	ref, err := c.permitRequest(&b, &b.PermitBody)
 	if err != nil {
 		return failure(err, nil)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +25,20 @@ type mcpFlags struct {
 	sentItemTimeout, displayWait                  time.Duration
 }
 
+// register adds the delivery settings' flags (mcp and serve share them).
+func (f *mcpFlags) register(fs *flag.FlagSet, env *environment, providerUsage string) {
+	fs.StringVar(&f.app, "app", "gajim", "the chat app's profile deliveries use unless a request names another")
+	fs.StringVar(&f.display, "display", "", "the X display (default $DISPLAY)")
+	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept (default $SENDONCE_STAGING, else the state folder's staging/)")
+	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where evidence bundles go (default: next to the store, in evidence/)")
+	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
+	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long a delivery waits for another on the same display")
+	fs.StringVar(&f.providerConfig, "provider-config", "", providerUsage)
+	if testHooks {
+		fs.StringVar(&f.replay, "replay", "", "testing: deliveries drive a recorded fixture `DIR` instead of the live desktop")
+	}
+}
+
 // dirList is a repeatable --allow-dir.
 type dirList []string
 
@@ -42,16 +57,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	serviceToken := fs.String("service-token-file", "", "with --service: the `FILE` holding this agent's service token (0600)")
 	gateTools := fs.Bool("gate-tools", false, "also offer claim, check, cross, renew and record, for agents that drive an app themselves")
 	fs.Var(&allow, "allow-dir", "a `DIR` whose files may be delivered, besides the client's roots (repeatable)")
-	fs.StringVar(&f.app, "app", "gajim", "the chat app's profile deliveries use unless a call names another")
-	fs.StringVar(&f.display, "display", "", "the X display (default $DISPLAY)")
-	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept (default $SENDONCE_STAGING, else the state folder's staging/)")
-	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where evidence bundles go (default: next to the store, in evidence/)")
-	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
-	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long a delivery waits for another on the same display")
-	fs.StringVar(&f.providerConfig, "provider-config", "", "the provider account `FILE` for lookups after a send and for reconcile")
-	if testHooks {
-		fs.StringVar(&f.replay, "replay", "", "testing: deliveries drive a recorded fixture `DIR` instead of the live desktop")
-	}
+	f.register(fs, env, "the provider account `FILE` for lookups after a send and for reconcile")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -36,16 +36,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle connection is kept")
 	deliveryWait := fs.Duration("delivery-wait", 30*time.Second, "the longest a deliver request waits before it answers 202 with a Location to poll")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "on SIGTERM, how long to wait for running deliveries to record their outcomes")
-	fs.StringVar(&f.app, "app", "gajim", "the chat app's profile deliveries use unless a request names another")
-	fs.StringVar(&f.display, "display", "", "the X display (default $DISPLAY)")
-	fs.StringVar(&f.staging, "staging", "", "where snapshots of files are kept (default $SENDONCE_STAGING, else the state folder's staging/)")
-	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where evidence bundles go (default: next to the store, in evidence/)")
-	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
-	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long a delivery waits for another on the same display")
-	fs.StringVar(&f.providerConfig, "provider-config", "", "the provider account `FILE`: the service checks sent_verified with it, and reconciles")
-	if testHooks {
-		fs.StringVar(&f.replay, "replay", "", "testing: deliveries drive a recorded fixture `DIR` instead of the live desktop")
-	}
+	f.register(fs, env, "the provider account `FILE`: the service checks sent_verified with it, and reconciles")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
