@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -123,6 +124,9 @@ func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply,
 	}
 	m = &remembered{fp: c.fp, done: make(chan struct{})}
 	s.remembered[id] = m
+	if len(s.remembered) > maxRemembered {
+		s.shed()
+	}
 	s.mu.Unlock()
 
 	rep := h(c)
@@ -137,6 +141,40 @@ func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply,
 	close(m.done)
 	s.mu.Unlock()
 	return rep, false
+}
+
+// maxRemembered bounds the responses kept in memory. Past it the oldest finished ones
+// are dropped before the retention ends; a retry of a claim, record or cross still
+// gets its answer from the store, where the decision's request id lives.
+const maxRemembered = 100_000
+
+// shed drops the expired responses and then, while over the bound, the oldest tenth of
+// the finished ones. s.mu is held.
+func (s *Server) shed() {
+	before := s.cfg.Now().Add(-s.cfg.Retention)
+	var finished []*remembered
+	for k, m := range s.remembered {
+		switch {
+		case !m.finished():
+		case m.at.Before(before):
+			delete(s.remembered, k)
+		default:
+			finished = append(finished, m)
+		}
+	}
+	if len(s.remembered) <= maxRemembered*9/10 {
+		return
+	}
+	slices.SortFunc(finished, func(a, b *remembered) int { return a.at.Compare(b.at) })
+	drop := map[*remembered]bool{}
+	for _, m := range finished[:len(finished)/10] {
+		drop[m] = true
+	}
+	for k, m := range s.remembered {
+		if drop[m] {
+			delete(s.remembered, k)
+		}
+	}
 }
 
 // keep says whether a response is an answer a retry gets again: decisions and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +166,27 @@ func FuzzDecodeClaim(f *testing.F) {
 			t.Fatalf("round trip: %+v -> %s -> %+v (%v)", b, again, b2, err)
 		}
 	})
+}
+
+func TestRememberedIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := &Server{cfg: Config{Retention: DefaultRetention, Now: func() time.Time { return now }}, remembered: map[string]*remembered{}}
+	done := make(chan struct{})
+	close(done)
+	running := &remembered{done: make(chan struct{})}
+	s.remembered["running"] = running
+	s.remembered["expired"] = &remembered{done: done, at: now.Add(-25 * time.Hour)}
+	for i := 0; i < maxRemembered; i++ {
+		s.remembered[strconv.Itoa(i)] = &remembered{done: done, at: now.Add(time.Duration(i-maxRemembered) * time.Millisecond)}
+	}
+	s.shed()
+	if n := len(s.remembered); n > maxRemembered*9/10+1 {
+		t.Fatalf("%d responses kept after shedding; want at most %d", n, maxRemembered*9/10+1)
+	}
+	if s.remembered["running"] != running || s.remembered["expired"] != nil {
+		t.Fatal("shedding dropped a running request or kept an expired one")
+	}
+	if s.remembered[strconv.Itoa(maxRemembered-1)] == nil || s.remembered["0"] != nil {
+		t.Fatal("shedding dropped a newer response before an older one")
+	}
 }
