@@ -68,8 +68,8 @@ func ErrorKind(err error) string {
 		return "idempotency_conflict"
 	case errors.Is(err, ErrInvalid):
 		return "bad_input"
-	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNotInitialized):
-		return "fail_closed"
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNotInitialized), errors.Is(err, context.DeadlineExceeded):
+		return "fail_closed" // a deadline too: the exit table refuses it as 5
 	case errors.Is(err, ErrStale):
 		return "stale"
 	case errors.As(err, &again):
@@ -80,7 +80,7 @@ func ErrorKind(err error) string {
 		return "held"
 	case errors.Is(err, ErrEvidence), errors.Is(err, ErrUnauthenticated):
 		return "evidence_untrusted"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		return "interrupted"
 	}
 	return "error"

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce"
@@ -82,8 +83,25 @@ func (e *ProblemError) Unwrap() error {
 		return sendonce.ErrUnavailable
 	case "evidence_untrusted":
 		return sendonce.ErrEvidence
+	case "idempotency_conflict":
+		return sendonce.ErrRequestReused
+	case "interrupted":
+		return context.Canceled
 	}
 	return nil
+}
+
+// RetryFor is how long a client asks again for a lost answer.
+const RetryFor = 2 * time.Minute
+
+// lost says whether err may mean that the request was made but its answer lost, or
+// that the service is restarting: worth asking again with the same key. A bad
+// certificate, a bad address or a request that cannot be encoded are not.
+func lost(err error) bool {
+	var nerr net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EPIPE) ||
+		(errors.As(err, &nerr) && nerr.Timeout())
 }
 
 // NewKey makes an Idempotency-Key.
@@ -146,17 +164,21 @@ func (c *Client) Do(ctx context.Context, method, path, key string, in, out any) 
 	return resp.StatusCode, resp.Header, pe
 }
 
-// post sends a POST with one Idempotency-Key until it gets an answer: a lost response
-// (the connection broke) or a request still in progress is asked again with the same
-// key, never with a new one.
+// post sends a POST with one Idempotency-Key until it gets an answer: a lost answer
+// (the connection broke, or the service is restarting) or a request still in progress
+// is asked again with the same key, never with a new one, for at most RetryFor.
 func (c *Client) post(ctx context.Context, path string, in, out any) (int, http.Header, error) {
 	key := NewKey()
+	until := time.Now().Add(RetryFor)
 	for {
 		code, h, err := c.Do(ctx, http.MethodPost, path, key, in, out)
 		var pe *ProblemError
-		retry := code == 0 && err != nil && ctx.Err() == nil // no answer
+		retry := code == 0 && lost(err) && ctx.Err() == nil
 		if errors.As(err, &pe) && pe.Problem.Kind == "in_progress" {
 			retry = true
+		}
+		if retry && time.Now().After(until) {
+			return code, h, fmt.Errorf("%w: no answer from the service for %v (the request may have been decided: ask status, or retry with the same request): %v", sendonce.ErrUnavailable, RetryFor, err)
 		}
 		if !retry {
 			return code, h, err

@@ -104,6 +104,9 @@ func (s *Server) deliver(c *call) reply {
 		rep := ok(res)
 		if err != nil {
 			rep = failure(err, res)
+			if rep.kind == "held" && res.Key != "" {
+				rep.retryAfter = s.holderRetry(ctx, res.Key)
+			}
 		}
 		s.metrics.deliveryEnded(res.Outcome, time.Since(start))
 		s.mu.Lock()
@@ -116,7 +119,7 @@ func (s *Server) deliver(c *call) reply {
 		return d.rep
 	case <-time.After(wait):
 		loc := "/v1/deliveries/" + d.id
-		return reply{status: http.StatusAccepted, body: DeliveryAccepted{ID: d.id, Status: "running", Location: loc}, location: loc, retryAfter: 2}
+		return reply{status: http.StatusAccepted, body: DeliveryAccepted{ID: d.id, Status: "running", Location: loc}, location: loc, retryAfter: 2, delivery: d}
 	}
 }
 

@@ -28,12 +28,13 @@ import (
 
 // remembered is one Idempotency-Key's request and, once answered, its response.
 type remembered struct {
-	fp     string
-	done   chan struct{}
-	status int
-	header http.Header
-	body   []byte
-	at     time.Time
+	fp       string
+	delivery *delivery // for a 202: the delivery the answer points to
+	done     chan struct{}
+	status   int
+	header   http.Header
+	body     []byte
+	at       time.Time
 }
 
 func (m *remembered) finished() bool {
@@ -93,6 +94,9 @@ func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply,
 	if m != nil && m.finished() && m.at.Before(s.cfg.Now().Add(-s.cfg.Retention)) {
 		m = nil
 	}
+	if m != nil && m.finished() && m.delivery != nil && m.delivery.finished() && !keep(m.delivery.rep) {
+		m = nil // the delivery behind the 202 ended held or fail-closed: ask again
+	}
 	switch {
 	case m != nil && m.fp != c.fp:
 		s.mu.Unlock()
@@ -131,10 +135,10 @@ func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply,
 
 	rep := h(c)
 	var buf bytes.Buffer
-	s.write(w, r, rep, &buf)
+	rep.status = s.write(w, r, rep, &buf)
 	s.mu.Lock()
 	if keep(rep) {
-		m.status, m.header, m.body, m.at = rep.status, w.Header().Clone(), buf.Bytes(), s.cfg.Now()
+		m.status, m.header, m.body, m.at, m.delivery = rep.status, w.Header().Clone(), buf.Bytes(), s.cfg.Now(), rep.delivery
 	} else {
 		delete(s.remembered, id) // asked again
 	}
@@ -243,8 +247,8 @@ func decode(body []byte, v any) error {
 		}
 		return sendonce.FieldErrorf("body", "%v", err)
 	}
-	if d.More() {
-		return sendonce.FieldErrorf("body", "holds more than one JSON value")
+	if _, err := d.Token(); err != io.EOF {
+		return sendonce.FieldErrorf("body", "holds more than one JSON value, or something after it")
 	}
 	return nil
 }

@@ -98,8 +98,9 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, _ string, statu
 type rawJSON []byte
 type promText string
 
-// write writes a reply (and copies its body to keep, when set).
-func (s *Server) write(w http.ResponseWriter, _ *http.Request, rep reply, keep *bytes.Buffer) {
+// write writes a reply (and copies its body to keep, when set) and returns the status
+// it sent.
+func (s *Server) write(w http.ResponseWriter, _ *http.Request, rep reply, keep *bytes.Buffer) int {
 	var body []byte
 	h := w.Header()
 	switch b := rep.body.(type) {
@@ -132,4 +133,5 @@ func (s *Server) write(w http.ResponseWriter, _ *http.Request, rep reply, keep *
 	if keep != nil {
 		keep.Write(body)
 	}
+	return rep.status
 }

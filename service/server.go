@@ -14,6 +14,7 @@ package service
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -190,9 +191,10 @@ func (c *call) task(sub string, required bool) (string, error) {
 		if required {
 			return "", sendonce.FieldErrorf("task", "is required")
 		}
-		var b [8]byte
-		rand.Read(b[:])
-		sub = "t-" + hex.EncodeToString(b[:])
+		// Made from the Idempotency-Key, so that a retry of the same request names the
+		// same task (and the store can replay its answer).
+		h := sha256.Sum256([]byte(c.agent + "\x00" + c.key))
+		sub = "t-" + hex.EncodeToString(h[:8])
 	}
 	if i := strings.IndexByte(sub, '/'); i >= 0 {
 		if sub[:i] != c.agent {
@@ -212,7 +214,8 @@ type reply struct {
 	body       any
 	location   string
 	retryAfter int
-	kind       string // a problem's kind, for the metrics and the access log
+	kind       string    // a problem's kind, for the metrics and the access log
+	delivery   *delivery // a 202's delivery: its Idempotency-Key is asked again if it ends held or fail-closed
 }
 
 func ok(body any) reply { return reply{status: http.StatusOK, body: body} }
@@ -495,9 +498,10 @@ func (s *Server) record(c *call) reply {
 		return decided(d, err)
 	}
 	d.RequestedOutcome = asked
+	dispatch := s.dispatchOf(c.r.Context(), ref)
 	rec, rerr := s.cfg.Client.Reconcile(c.r.Context(), sendonce.ReconcileRequest{Key: ref.Key, ProviderConfig: s.cfg.Defaults.ProviderConfig, Staging: s.cfg.Defaults.Staging})
 	for _, r := range rec.Reconciled {
-		if r.Result == "resolved" && (r.Outcome == string(gate.SentVerified) || r.Outcome == string(gate.SentRejected)) {
+		if dispatch != "" && r.DispatchID == dispatch && r.Result == "resolved" && (r.Outcome == string(gate.SentVerified) || r.Outcome == string(gate.SentRejected)) {
 			d.Outcome, d.Reason = gate.Outcome(r.Outcome), "the service's provider account settled it: "+r.Detail
 			return ok(d)
 		}
@@ -508,6 +512,39 @@ func (s *Server) record(c *call) reply {
 		d.Reason += " (" + rerr.Error() + ")"
 	}
 	return failure(fmt.Errorf("%w: %s", sendonce.ErrConsumed, d.Reason), d)
+}
+
+// dispatchOf is the dispatch id of the attempt a permit names, or "".
+func (s *Server) dispatchOf(ctx context.Context, ref sendonce.PermitRef) string {
+	st, err := s.cfg.Client.Status(ctx, sendonce.StatusRequest{Key: ref.Key})
+	if err != nil {
+		return ""
+	}
+	for _, in := range st.Intents {
+		for _, a := range in.Attempts {
+			if a.Token == ref.Token && a.Task == ref.Task {
+				return a.DispatchID
+			}
+		}
+	}
+	return ""
+}
+
+// holderRetry is how many seconds until the live lease on key ends (at least 1).
+func (s *Server) holderRetry(ctx context.Context, key string) int {
+	st, err := s.cfg.Client.Status(ctx, sendonce.StatusRequest{Key: key})
+	if err != nil {
+		return 1
+	}
+	latest := time.Time{}
+	for _, in := range st.Intents {
+		for _, a := range in.Attempts {
+			if a.LeaseExpiresAt.After(latest) {
+				latest = a.LeaseExpiresAt.Time
+			}
+		}
+	}
+	return untilSeconds(latest, s.cfg.Now())
 }
 
 func (s *Server) reconcile(c *call) reply {

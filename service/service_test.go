@@ -83,8 +83,17 @@ func TestTaskNames(t *testing.T) {
 			t.Errorf("task(%q): %q %v; want %q (bad %v)", tc.sub, got, err, tc.want, tc.bad)
 		}
 	}
-	if got, err := c.task("", false); err != nil || !strings.HasPrefix(got, "agent-a/t-") {
-		t.Errorf("a new task: %q %v", got, err)
+	c.key = "key-1"
+	first, err := c.task("", false)
+	if err != nil || !strings.HasPrefix(first, "agent-a/t-") {
+		t.Errorf("a new task: %q %v", first, err)
+	}
+	if again, _ := c.task("", false); again != first {
+		t.Errorf("the same Idempotency-Key names another task (%q, then %q): a retry could not be replayed", first, again)
+	}
+	c.key = "key-2"
+	if other, _ := c.task("", false); other == first {
+		t.Errorf("another Idempotency-Key names the same task %q", other)
 	}
 }
 
@@ -143,12 +152,16 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 // FuzzDecodeClaim: the strict decoder never panics, and what it accepts survives a
 // round trip unchanged.
 func FuzzDecodeClaim(f *testing.F) {
-	for _, s := range []string{`{"to":"Bob","content":"aGk=","task":"x"}`, `{"sha256":"00","task":"t","lease_seconds":5}`, `{`, `[]`, `{"path":"/etc"}`, `{"content":"%%"}`} {
+	for _, s := range []string{`{"to":"Bob","content":"aGk=","task":"x"}`, `{"task":"x"}}]]`, `{"sha256":"00","task":"t","lease_seconds":5}`, `{`, `[]`, `{"path":"/etc"}`, `{"content":"%%"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var b ClaimBody
-		if err := decode(body, &b); err != nil {
+		err := decode(body, &b)
+		if err == nil && !json.Valid(body) {
+			t.Fatalf("%q is not JSON, and it was accepted", body)
+		}
+		if err != nil {
 			if !errors.Is(err, sendonce.ErrInvalid) {
 				t.Fatalf("a decode error that is not bad input: %v", err)
 			}

@@ -187,8 +187,8 @@ func TestLiveServiceBarrier(t *testing.T) {
 	}
 
 	// It cannot name a path for the service to read.
-	if code, m := curl("POST", "/v1/deliveries", "path-1", map[string]any{"to": "Bob", "file": "/etc/shadow"}); code != 400 || m["kind"] != "bad_input" {
-		t.Fatalf("a delivery naming a path: %d %v; want 400", code, m)
+	if code, m := curl("POST", "/v1/deliveries", "path-1", map[string]any{"to": "Bob", "file_name": "shadow", "content": "aGk=", "file": "/etc/shadow"}); code != 400 || m["kind"] != "bad_input" || !strings.Contains(fmt.Sprint(m["detail"]), `unknown field "file"`) {
+		t.Fatalf("a delivery naming a path: %d %v; want 400 naming the unknown field", code, m)
 	}
 	// It delivers through the service: the bytes in the request.
 	path, sum := l.file("barrier.txt")

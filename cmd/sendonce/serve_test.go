@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -353,8 +354,10 @@ func TestServeGateContractOverHTTP(t *testing.T) {
 	if r := s.post("/v1/claim", tok, "c1", claimBody("another file", "one")); r.code != 422 || r.body["kind"] != "idempotency_conflict" || r.body["exit_code"] != nil {
 		t.Fatalf("the same key with another file: %v; want 422 idempotency_conflict, exit_code null", r)
 	}
-	if r := s.post("/v1/claim", s.token(1), "c2", claimBody("report", "two")); r.code != 409 || r.body["kind"] != "held" || r.header.Get("Retry-After") == "" || r.body["exit_code"] != float64(4) {
-		t.Fatalf("a claim by another task while held: %v; want 409 held with Retry-After, exit_code 4", r)
+	r := s.post("/v1/claim", s.token(1), "c2", claimBody("report", "two"))
+	if retry, _ := strconv.Atoi(r.header.Get("Retry-After")); r.code != 409 || r.body["kind"] != "held" || r.body["exit_code"] != float64(4) ||
+		retry < 280 || retry > 300 {
+		t.Fatalf("a claim by another task while held: %v (Retry-After %q); want 409 held, exit_code 4, Retry-After the holder's lease (300 s)", r, r.header.Get("Retry-After"))
 	}
 	if r := s.post("/v1/check", tok, "k1", with(p, "boundary", "open_picker")); r.code != 200 || r.body["decision"] != "ok" {
 		t.Fatalf("check: %v", r)
@@ -377,7 +380,7 @@ func TestServeGateContractOverHTTP(t *testing.T) {
 		t.Fatalf("naming another agent's task: %v; want 400 on task", r)
 	}
 	// An agent's bare word that it was delivered is recorded unknown, with its claim noted.
-	r := s.post("/v1/record", tok, "rec1", with(p, "outcome", "sent_verified"))
+	r = s.post("/v1/record", tok, "rec1", with(p, "outcome", "sent_verified"))
 	if r.code != 409 || r.body["kind"] != "consumed" || r.result()["outcome"] != "send_status_unknown" || r.result()["requested_outcome"] != "sent_verified" {
 		t.Fatalf("record sent_verified unchecked: %v; want 409 consumed, send_status_unknown recorded", r)
 	}
@@ -421,18 +424,22 @@ func TestServeBadRequests(t *testing.T) {
 		{"no Idempotency-Key", "/v1/claim", tok, "", good, 400, "bad_input", "", float64(2)},
 		{"malformed JSON", "/v1/claim", tok, "b3", []byte(`{"to": "Bob",`), 400, "bad_input", "body", float64(2)},
 		{"two JSON values", "/v1/claim", tok, "b4", []byte(`{"task":"a"} {"task":"b"}`), 400, "bad_input", "body", float64(2)},
+		{"closing brackets after the object", "/v1/claim", tok, "b4b", append(mustJSON(good), []byte("}]]")...), 400, "bad_input", "body", float64(2)},
 		{"a wrong type", "/v1/claim", tok, "b5", with(good, "lease_seconds", "long"), 400, "bad_input", "lease_seconds", float64(2)},
 		{"an unknown field", "/v1/claim", tok, "b6", with(good, "path", "/etc/passwd"), 400, "bad_input", "body", float64(2)},
 		{"empty content", "/v1/claim", tok, "b7e", with(good, "content", ""), 400, "bad_input", "content", float64(2)},
 		{"content that is not base64", "/v1/claim", tok, "b7", with(good, "content", "%%%"), 400, "bad_input", "content", float64(2)},
 		{"no destination", "/v1/claim", tok, "b8", with(good, "to", "", "dest_id", ""), 400, "bad_input", "", float64(2)},
 		{"an oversized body", "/v1/claim", tok, "b9", with(good, "content", base64.StdEncoding.EncodeToString(make([]byte, 8000))), 413, "bad_input", "", float64(2)},
-		{"a path to deliver", "/v1/deliveries", tok, "b10", map[string]any{"to": "Bob", "file": "/etc/shadow"}, 400, "bad_input", "", float64(2)},
+		{"a path to deliver", "/v1/deliveries", tok, "b10", map[string]any{"to": "Bob", "file_name": "x.txt", "content": "aGk=", "file": "/etc/shadow"}, 400, "bad_input", "body", float64(2)},
 		{"a bad boundary", "/v1/cross", tok, "b11", map[string]any{"key": "v2:title:Bob:00", "task": "one", "token": 1, "boundary": "launch"}, 400, "bad_input", "", float64(2)},
 		{"an unknown endpoint", "/v1/send", tok, "b12", good, 404, "not_found", "", nil},
 	}
 	for _, c := range cases {
 		a := s.post(c.path, c.token, c.key, c.body)
+		if c.name == "a path to deliver" && !strings.Contains(a.text, `unknown field \"file\"`) {
+			t.Errorf("a path to deliver: %v; want the unknown field named", a)
+		}
 		if a.code != c.code || a.body["kind"] != c.kind || (c.field != "" && a.body["field"] != c.field) || a.body["exit_code"] != c.exit || a.header.Get("Content-Type") != "application/problem+json" {
 			t.Errorf("%s: %v; want %d %s (field %q, exit_code %v) as problem+json", c.name, a, c.code, c.kind, c.field, c.exit)
 		}

@@ -815,13 +815,35 @@ func testRecordRequestIDs(t *testing.T, s *store.Store, c *Clock) {
 	if _, err := s.Cross(ctx, p2, gate.ChooseFile, ""); err != nil {
 		t.Fatal(err)
 	}
+	var first error
 	for i := 0; i < 2; i++ {
 		got, err := s.Record(ctx, p2, store.RecordRequest{Outcome: gate.NotSent, Request: store.RequestRef{ID: "rec2"}})
-		if got != gate.SendStatusUnknown || !errors.Is(err, gate.ErrConsumed) && !errors.Is(err, gate.ErrInvalid) {
-			t.Fatalf("not_sent after a crossing, try %d: %s %v; want send_status_unknown and the refusal", i+1, got, err)
+		if got != gate.SendStatusUnknown || !errors.Is(err, gate.ErrConsumed) {
+			t.Fatalf("not_sent after a crossing, try %d: %s %v; want send_status_unknown and the consumed refusal", i+1, got, err)
+		}
+		if i == 0 {
+			first = err
+		} else if err.Error() != first.Error() {
+			t.Fatalf("the replay's refusal %q differs from the first %q", err, first)
 		}
 	}
 	wantStatus(t, s, gate.StatusSendStatusUnknown, k2)
+	reps, err := s.Show(ctx, []gate.Key{k2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replays, recorded := 0, 0
+	for _, e := range reps[0].Events {
+		switch e.Kind {
+		case store.EventReplayed:
+			replays++
+		case store.EventRecorded:
+			recorded++
+		}
+	}
+	if replays != 1 || recorded != 1 {
+		t.Fatalf("%d replays and %d records in the log; want the second try to be a replay of the one record", replays, recorded)
+	}
 }
 
 // A repeated cross of the same attempt and boundary is refused as consumed, with the
