@@ -38,7 +38,20 @@ func TestServeDeliverOverHTTP(t *testing.T) {
 	tok := s.token(1)
 	name, content := fixtureFile(t, "verified-text-file")
 	body := map[string]any{"to": "Bob", "dest_id": "xmpp:bob@localhost", "file_name": name, "content": base64.StdEncoding.EncodeToString(content), "task": "d1"}
-	first := s.do("POST", "/v1/deliveries", tok, "d-1", body)
+	firstDone := make(chan answer, 1)
+	go func() { firstDone <- s.do("POST", "/v1/deliveries", tok, "d-1", body) }()
+	// The same key while the first request runs: 409 in_progress, Retry-After, no exit code.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(s.get("/v1/metrics", tok).text, "sendonce_deliveries_in_flight 1"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the first delivery did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	running := s.post("/v1/deliveries", tok, "d-1", body)
+	if running.code != 409 || running.body["kind"] != "in_progress" || running.header.Get("Retry-After") == "" || running.body["exit_code"] != nil {
+		t.Fatalf("the same key while its request runs: %v; want 409 in_progress with Retry-After and exit_code null", running)
+	}
+	first := <-firstDone
 	var final answer
 	switch first.code {
 	case 202:

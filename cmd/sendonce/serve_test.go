@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -434,6 +442,7 @@ func TestServeBadRequests(t *testing.T) {
 		{"a path to deliver", "/v1/deliveries", tok, "b10", map[string]any{"to": "Bob", "file_name": "x.txt", "content": "aGk=", "file": "/etc/shadow"}, 400, "bad_input", "body", float64(2)},
 		{"a bad boundary", "/v1/cross", tok, "b11", map[string]any{"key": "v2:title:Bob:00", "task": "one", "token": 1, "boundary": "launch"}, 400, "bad_input", "", float64(2)},
 		{"an unknown endpoint", "/v1/send", tok, "b12", good, 404, "not_found", "", nil},
+		{"resolve (a person's, never an agent's)", "/v1/resolve", tok, "b13", map[string]any{"dispatch_id": "x"}, 404, "not_found", "", nil},
 	}
 	for _, c := range cases {
 		a := s.post(c.path, c.token, c.key, c.body)
@@ -690,6 +699,64 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 		resp.Body.Close()
 		if got := len(failed) > 0; got != tc.bad {
 			t.Errorf("%s: refused=%v, want %v (%v)", tc.name, got, tc.bad, failed)
+		}
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, as PEM files.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sendonce test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestServeTLSBeyondLoopback: with a certificate the service listens on every address;
+// a client that trusts it gets its answers, plain HTTP gets none.
+func TestServeTLSBeyondLoopback(t *testing.T) {
+	s := startService(t, svcOptions{tcp: true})
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	_, port, _ := net.SplitHostPort(freePort(t))
+	p := startSendonce(t, nil, "--store", s.store, "serve", "--listen", "0.0.0.0:"+port, "--tokens", s.tokens,
+		"--tls-cert", certFile, "--tls-key", keyFile, "--replay", "../../testdata/fixtures/verified-text-file", "--staging", t.TempDir())
+	client := &http.Client{Timeout: 10 * time.Second, Transport: newOpenAPIChecker(t).wrap(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}})}
+	var resp *http.Response
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+"/v1/healthz", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token(1))
+		var err error
+		if resp, err = client.Do(req); err == nil {
+			break
+		}
+		if p.exited() || time.Now().After(deadline) {
+			t.Fatalf("the TLS service did not answer: %v %v", err, p.wait(t, time.Second))
+		}
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Fatalf("healthz over TLS: %d", resp.StatusCode)
+	}
+	plain, err := http.Get("http://127.0.0.1:" + port + "/v1/healthz")
+	if err == nil {
+		plain.Body.Close()
+		if plain.StatusCode == 200 {
+			t.Fatal("plain HTTP was answered on the TLS listener")
 		}
 	}
 }
