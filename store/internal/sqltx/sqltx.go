@@ -1,0 +1,450 @@
+// Package sqltx is the store.Tx that the SQL backends share: the same statements on
+// SQLite (store/sqlite) and PostgreSQL (store/postgres), through database/sql.
+package sqltx
+
+import (
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+)
+
+// Tx is a store.Tx over a database/sql transaction: SQLite's and PostgreSQL's (through
+// pgx's database/sql driver) run the same statements, written with ? placeholders.
+type Tx struct {
+	SQL     *sql.Tx
+	At      time.Time // the transaction's time on the store's one clock
+	Dialect *Dialect
+}
+
+// Dialect is what differs between the engines for these statements.
+type Dialect struct {
+	// Numbered placeholders ($1, $2, ...) instead of ?: PostgreSQL.
+	Numbered bool
+	// CrossingOrder orders one attempt's crossings: by time, then insertion.
+	CrossingOrder string
+}
+
+// SQLite is SQLite's dialect.
+var SQLite = &Dialect{CrossingOrder: "at, rowid"}
+
+// PostgreSQL is PostgreSQL's dialect.
+var PostgreSQL = &Dialect{Numbered: true, CrossingOrder: "at, seq"}
+
+func (d *Dialect) bind(q string) string {
+	if !d.Numbered {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	return t.SQL.Exec(t.Dialect.bind(q), args...)
+}
+
+func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
+	return t.SQL.Query(t.Dialect.bind(q), args...)
+}
+
+func (t *Tx) queryRow(q string, args ...any) *sql.Row {
+	return t.SQL.QueryRow(t.Dialect.bind(q), args...)
+}
+
+// Now implements store.Tx.
+func (t *Tx) Now() time.Time { return t.At }
+
+// Nanos is a time as the schema stores it: nanoseconds since 1970 (0 for none).
+func Nanos(t time.Time) int64 { return t.UnixNano() }
+
+// FromNanos reads a stored time.
+func FromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func (t *Tx) IntentsOf(keys []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, k := range keys {
+		var id int64
+		err := t.queryRow("SELECT intent_id FROM keys WHERE key = ?", k).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = id
+	}
+	return out, nil
+}
+
+func (t *Tx) NewIntent(at time.Time) (int64, error) {
+	var id int64
+	err := t.queryRow("INSERT INTO intents (created_at) VALUES (?) RETURNING id", Nanos(at)).Scan(&id)
+	return id, err
+}
+
+func (t *Tx) Bind(intent int64, keys []store.KeyRecord, at time.Time) error {
+	for _, k := range keys {
+		_, err := t.exec(`INSERT INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET intent_id = excluded.intent_id, bound_at = excluded.bound_at`,
+			k.Key, intent, k.Version, string(k.Strength), Nanos(at))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) KeysOf(intent int64) ([]store.KeyRecord, error) {
+	rows, err := t.query("SELECT key, version, strength FROM keys WHERE intent_id = ? ORDER BY bound_at, strength, key", intent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.KeyRecord
+	for rows.Next() {
+		var k store.KeyRecord
+		var s string
+		if err := rows.Scan(&k.Key, &k.Version, &s); err != nil {
+			return nil, err
+		}
+		k.Strength = gate.Strength(s)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (t *Tx) Intent(intent int64) (gate.Intent, error) {
+	var in gate.Intent
+	if err := t.queryRow("SELECT revision FROM intents WHERE id = ?", intent).Scan(&in.Revision); err != nil {
+		return in, fmt.Errorf("intent %d: %w", intent, err)
+	}
+	as, err := t.attempts(intent, true)
+	if err != nil || len(as) == 0 {
+		return in, err
+	}
+	in.Latest = &as[0].Attempt
+	return in, nil
+}
+
+func (t *Tx) SetRevision(intent int64, revision int) error {
+	_, err := t.exec("UPDATE intents SET revision = ? WHERE id = ?", revision, intent)
+	return err
+}
+
+func (t *Tx) NextToken() (uint64, error) {
+	var n uint64
+	err := t.queryRow("UPDATE token_counter SET last = last + 1 WHERE id = 1 RETURNING last").Scan(&n)
+	return n, err
+}
+
+func (t *Tx) InsertAttempt(intent int64, a gate.Attempt, at time.Time) error {
+	_, err := t.exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, Nanos(at), Nanos(a.LeaseExpires))
+	return err
+}
+
+func (t *Tx) AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error {
+	_, err := t.exec("INSERT INTO crossings (token, boundary, at, chain_head) VALUES (?, ?, ?, ?)", token, string(b), Nanos(at), chainHead)
+	return err
+}
+
+func (t *Tx) SetLease(token uint64, expires time.Time) error {
+	return t.exactlyOne("UPDATE attempts SET lease_expires_at = ? WHERE token = ? AND ended_at IS NULL", Nanos(expires), token)
+}
+
+func (t *Tx) SetOutcome(token uint64, axes gate.Axes, evidence, chainHead string, at time.Time) error {
+	return t.exactlyOne(`UPDATE attempts SET delivery = ?, acceptance = ?, evidence = ?, chain_head = ?, ended_at = ?
+		WHERE token = ? AND ended_at IS NULL`, string(axes.Delivery), string(axes.Acceptance), evidence, chainHead, Nanos(at), token)
+}
+
+func (t *Tx) exactlyOne(q string, args ...any) error {
+	r, err := t.exec(q, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("expected to change one attempt, changed %d (%v)", n, err)
+	}
+	return nil
+}
+
+func (t *Tx) Attempts(intent int64) ([]store.AttemptRecord, error) {
+	return t.attempts(intent, false)
+}
+
+func (t *Tx) AttemptByDispatch(dispatchID string) (*store.AttemptRecord, error) {
+	as, err := t.queryAttempts("dispatch_id = ?", dispatchID)
+	if err != nil || len(as) == 0 {
+		return nil, err
+	}
+	return &as[0], nil
+}
+
+// attempts lists an intent's attempts oldest first, or only the latest.
+func (t *Tx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, error) {
+	where := "intent_id = ? ORDER BY token"
+	if latestOnly {
+		where += " DESC LIMIT 1"
+	}
+	out, err := t.queryAttempts(where, intent)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Superseded = !latestOnly && i < len(out)-1 && !out[i].Recorded
+	}
+	return out, nil
+}
+
+// queryAttempts reads attempts and their crossings.
+func (t *Tx) queryAttempts(where string, args ...any) ([]store.AttemptRecord, error) {
+	q := `SELECT token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at,
+		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head
+		FROM attempts WHERE ` + where
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.AttemptRecord
+	for rows.Next() {
+		var a store.AttemptRecord
+		var claimed, lease, ended int64
+		var delivery, acceptance string
+		if err := rows.Scan(&a.Token, &a.IntentID, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.ClaimedAt, a.LeaseExpires, a.EndedAt = FromNanos(claimed), FromNanos(lease), FromNanos(ended)
+		if ended != 0 {
+			a.Recorded, a.Axes = true, gate.Axes{Delivery: gate.Delivery(delivery), Acceptance: gate.Acceptance(acceptance)}
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Crossings, err = t.crossings(out[i].Token); err != nil {
+			return nil, err
+		}
+		for _, c := range out[i].Crossings {
+			out[i].Crossed = append(out[i].Crossed, c.Boundary)
+		}
+	}
+	return out, nil
+}
+
+func (t *Tx) crossings(token uint64) ([]store.Crossing, error) {
+	rows, err := t.query("SELECT boundary, at, chain_head FROM crossings WHERE token = ? ORDER BY "+t.Dialect.CrossingOrder, token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Crossing
+	for rows.Next() {
+		var c store.Crossing
+		var b string
+		var at int64
+		if err := rows.Scan(&b, &at, &c.ChainHead); err != nil {
+			return nil, err
+		}
+		c.Boundary, c.At = gate.Boundary(b), FromNanos(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (t *Tx) NonceUsed(nonce string) (bool, error) {
+	var n int
+	err := t.queryRow("SELECT count(*) FROM used_nonces WHERE nonce = ?", nonce).Scan(&n)
+	return n > 0, err
+}
+
+func (t *Tx) UseNonce(nonce string, at time.Time) error {
+	_, err := t.exec("INSERT INTO used_nonces (nonce, used_at) VALUES (?, ?)", nonce, Nanos(at))
+	return err
+}
+
+func (t *Tx) AddAuthorizer(name string, pub ed25519.PublicKey, at time.Time) error {
+	_, err := t.exec("INSERT INTO authorizers (name, public_key, added_at) VALUES (?, ?, ?)", name, []byte(pub), Nanos(at))
+	return err
+}
+
+func (t *Tx) AuthorizerNamed(name string) (bool, error) {
+	var n int
+	err := t.queryRow("SELECT count(*) FROM authorizers WHERE name = ?", name).Scan(&n)
+	return n > 0, err
+}
+
+func (t *Tx) AuthorizerCount() (int, error) {
+	var n int
+	err := t.queryRow("SELECT count(*) FROM authorizers").Scan(&n)
+	return n, err
+}
+
+func (t *Tx) RevokeAuthorizer(name string, at time.Time) error {
+	_, err := t.exec("UPDATE authorizers SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", Nanos(at), name)
+	return err
+}
+
+func (t *Tx) StoreID() (string, error) {
+	var id string
+	err := t.queryRow("SELECT store_id FROM store_meta WHERE id = 1").Scan(&id)
+	return id, err
+}
+
+func (t *Tx) AddWorkstation(id string, pub ed25519.PublicKey, at time.Time) error {
+	_, err := t.exec("INSERT INTO workstations (id, public_key, registered_at) VALUES (?, ?, ?)", id, []byte(pub), Nanos(at))
+	return err
+}
+
+func (t *Tx) Workstation(id string) (ed25519.PublicKey, error) {
+	var pub []byte
+	err := t.queryRow("SELECT public_key FROM workstations WHERE id = ?", id).Scan(&pub)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return ed25519.PublicKey(pub), err
+}
+
+func (t *Tx) Request(scope, id string) (*store.StoredRequest, error) {
+	r := store.StoredRequest{Scope: scope, ID: id}
+	var at int64
+	err := t.queryRow("SELECT fingerprint, response, at FROM requests WHERE scope = ? AND id = ?", scope, id).Scan(&r.Fingerprint, &r.Response, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	r.At = FromNanos(at)
+	return &r, err
+}
+
+func (t *Tx) ForgetRequests(before time.Time) (int, error) {
+	res, err := t.exec("DELETE FROM requests WHERE at < ?", Nanos(before))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func (t *Tx) StoreRequest(r store.StoredRequest) error {
+	_, err := t.exec("INSERT INTO requests (scope, id, fingerprint, response, at) VALUES (?, ?, ?, ?, ?)", r.Scope, r.ID, r.Fingerprint, r.Response, Nanos(r.At))
+	return err
+}
+
+func (t *Tx) Authorizer(name string) (ed25519.PublicKey, error) {
+	var pub []byte
+	err := t.queryRow("SELECT public_key FROM authorizers WHERE name = ? AND revoked_at IS NULL", name).Scan(&pub)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return ed25519.PublicKey(pub), err
+}
+
+func (t *Tx) Append(e store.Event) error {
+	detail, err := json.Marshal(e.Detail)
+	if err != nil {
+		return err
+	}
+	if e.Detail == nil {
+		detail = []byte("{}")
+	}
+	_, err = t.exec(`INSERT INTO events (at, intent_id, kind, key, task, token, dispatch_id, revision, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, Nanos(e.At), e.Intent, string(e.Kind), e.Key, e.Task, e.Token, e.DispatchID, e.Revision, string(detail))
+	return err
+}
+
+func (t *Tx) Events(intent int64) ([]store.Event, error) {
+	rows, err := t.query(`SELECT seq, at, intent_id, kind, key, task, token, dispatch_id, revision, detail
+		FROM events WHERE intent_id = ? ORDER BY seq`, intent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		var kind, detail string
+		if err := rows.Scan(&e.Seq, &at, &e.Intent, &kind, &e.Key, &e.Task, &e.Token, &e.DispatchID, &e.Revision, &detail); err != nil {
+			return nil, err
+		}
+		e.At, e.Kind = FromNanos(at), store.EventKind(kind)
+		if err := json.NewDecoder(strings.NewReader(detail)).Decode(&e.Detail); err != nil {
+			return nil, fmt.Errorf("event %d: unreadable detail: %w", e.Seq, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t *Tx) DisplayLease(display string) (*store.DisplayRecord, error) {
+	var d store.DisplayRecord
+	var exp, released int64
+	err := t.queryRow("SELECT task, token, lease_expires_at, released FROM display_leases WHERE display = ?", display).Scan(&d.Task, &d.Token, &exp, &released)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Display, d.LeaseExpires, d.Released = display, FromNanos(exp), released != 0
+	return &d, nil
+}
+
+func (t *Tx) SetDisplayLease(d store.DisplayRecord) error {
+	released := 0
+	if d.Released {
+		released = 1
+	}
+	_, err := t.exec(`INSERT INTO display_leases (display, task, token, lease_expires_at, released) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (display) DO UPDATE SET task = excluded.task, token = excluded.token, lease_expires_at = excluded.lease_expires_at, released = excluded.released`,
+		d.Display, d.Task, d.Token, Nanos(d.LeaseExpires), released)
+	return err
+}
+
+func (t *Tx) ObjectDispatch(objectID string) (string, error) {
+	var d string
+	err := t.queryRow("SELECT dispatch_id FROM provider_objects WHERE object_id = ?", objectID).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return d, err
+}
+
+func (t *Tx) BindObject(objectID, dispatchID string, at time.Time) error {
+	_, err := t.exec("INSERT INTO provider_objects (object_id, dispatch_id, bound_at) VALUES (?, ?, ?)", objectID, dispatchID, Nanos(at))
+	return err
+}
+
+func (t *Tx) ResolveOutcome(token uint64, axes gate.Axes, at time.Time) error {
+	return t.exactlyOne(`UPDATE attempts SET delivery = ?, acceptance = ?, ended_at = COALESCE(ended_at, ?) WHERE token = ?`,
+		string(axes.Delivery), string(axes.Acceptance), Nanos(at), token)
+}
+
+func (t *Tx) UnresolvedAttempts(now time.Time) ([]store.AttemptRecord, error) {
+	return t.queryAttempts(`(delivery = 'pending' AND acceptance = 'pending')
+		OR (ended_at IS NULL AND lease_expires_at <= ? AND token IN (SELECT token FROM crossings))
+		ORDER BY token`, Nanos(now))
+}

@@ -1,0 +1,434 @@
+// Package postgres is the store.Backend a fleet of workstations shares: one PostgreSQL
+// database that every workstation's sendonce asks, so that sibling tasks on different
+// machines see one history.
+//
+// Every state-changing transaction runs SERIALIZABLE and with synchronous_commit on,
+// both set by the store on the transaction itself (never left to the database's or the
+// session's defaults), and is run again from the start only on a serialization failure
+// or a deadlock (SQLSTATE 40001, 40P01). Times come from the database's clock (now() in
+// the transaction). Nothing relies on session state: no session-level SET, no advisory
+// lock outside a transaction, no server-side prepared statement a pooler could lose; the
+// tables live in the schema "sendonce", named by each transaction's SET LOCAL
+// search_path.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/internal/sqltx"
+)
+
+// SchemaVersion is the newest PostgreSQL schema this program knows.
+const SchemaVersion = 1
+
+// Options tune a backend. The zero value is what the CLI uses.
+type Options struct {
+	// LockTimeout bounds each wait for a lock, and each transaction's connection to the
+	// database: past it the store fails closed. Default 10s.
+	LockTimeout time.Duration
+
+	// The seams below are set by this package's tests only.
+
+	// clock turns the database's time into the store's: store/storetest's settable
+	// clock. Nil keeps the database's.
+	clock func(db time.Time) time.Time
+	// isolation replaces SERIALIZABLE: the control that shows the isolation test can fail.
+	isolation sql.IsolationLevel
+	// pause is called at named points of a transaction (after_intents_of).
+	pause func(point string)
+}
+
+// Backend is a PostgreSQL store.Backend.
+type Backend struct {
+	db           *sql.DB
+	display      string // the URL without secrets
+	opt          Options
+	foundVersion int
+}
+
+// CheckURL refuses a store URL that carries a password: a command line is readable by
+// every local user. The password belongs in PGPASSFILE (~/.pgpass) or a pg_service file.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return gate.Invalidf("store URL: %v", err)
+	}
+	if _, has := u.User.Password(); has {
+		return gate.Invalidf("the store URL carries a password, and command lines are readable by every local user: put it in PGPASSFILE (~/.pgpass, 0600) or a pg_service file, and give the URL without it")
+	}
+	for name := range u.Query() {
+		if strings.EqualFold(name, "password") {
+			return gate.Invalidf("the store URL carries a password parameter, and command lines are readable by every local user: put it in PGPASSFILE (~/.pgpass, 0600) or a pg_service file")
+		}
+	}
+	return nil
+}
+
+// Redacted is the URL as it may be printed: no password, no query values that could
+// hold one.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres://(unreadable)"
+	}
+	u.User = url.User(u.User.Username())
+	if u.User.Username() == "" {
+		u.User = nil
+	}
+	return u.Redacted()
+}
+
+func open(raw string, opt Options) (*Backend, error) {
+	if err := CheckURL(raw); err != nil {
+		return nil, err
+	}
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = 10 * time.Second
+	}
+	if opt.isolation == 0 {
+		opt.isolation = sql.LevelSerializable
+	}
+	cfg, err := pgx.ParseConfig(raw)
+	if err != nil {
+		return nil, gate.Invalidf("store URL %s: %v", Redacted(raw), err)
+	}
+	// No named prepared statements: a pooler in transaction mode hands the next
+	// transaction another server connection.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > opt.LockTimeout {
+		cfg.ConnectTimeout = opt.LockTimeout
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(8)
+	return &Backend{db: db, display: Redacted(raw), opt: opt}, nil
+}
+
+// Create makes the sendonce schema in the database at raw, under a transaction-scoped
+// lock (two inits at once make one schema). An existing sendonce schema is
+// store.ErrExists... it is left alone: Open it.
+func Create(ctx context.Context, raw string, opt Options) (*Backend, error) {
+	b, err := open(raw, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.migrate(ctx, true); err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open opens an existing store: no sendonce schema is store.ErrNotInitialized, an
+// older one store.ErrUpgradeNeeded, a newer one an error (upgrade sendonce).
+func Open(ctx context.Context, raw string, opt Options) (*Backend, error) {
+	b, err := open(raw, opt)
+	if err != nil {
+		return nil, err
+	}
+	v, err := b.version(ctx)
+	if err == nil {
+		b.foundVersion = v
+		err = check(v, b.display)
+	}
+	if err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Upgrade opens an existing store and migrates it to this program's schema, under the
+// same lock as Create; it reports the schema it found.
+func Upgrade(ctx context.Context, raw string, opt Options) (*Backend, int, error) {
+	b, err := open(raw, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := b.migrate(ctx, false); err != nil {
+		b.db.Close()
+		return nil, 0, err
+	}
+	return b, b.foundVersion, nil
+}
+
+func check(v int, where string) error {
+	switch {
+	case v == 0:
+		return fmt.Errorf("%s has no sendonce schema: %w", where, store.ErrNotInitialized)
+	case v < SchemaVersion:
+		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", where, v, SchemaVersion, store.ErrUpgradeNeeded)
+	case v > SchemaVersion:
+		return fmt.Errorf("%s has schema %d, newer than this sendonce knows (%d): upgrade sendonce", where, v, SchemaVersion)
+	}
+	return nil
+}
+
+// version reads the schema version: 0 when there is no sendonce schema.
+func (b *Backend) version(ctx context.Context) (int, error) {
+	v, err := schemaVersion(ctx, b.db)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", b.display, err)
+	}
+	return v, nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaVersion reads the sendonce schema's version: 0 when there is none.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.QueryRowContext(ctx, "SELECT to_regclass('sendonce.schema_version') IS NOT NULL").Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err := q.QueryRowContext(ctx, "SELECT version FROM sendonce.schema_version WHERE id = 1").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// migrationLock is the key of the transaction-scoped advisory lock init and upgrade
+// take (a transaction lock: released at commit, safe behind a pooler).
+const migrationLock = 0x73656e646f6e6365 // "sendonce"
+
+// migrate creates (create) or upgrades the schema, under the migration lock.
+func (b *Backend) migrate(ctx context.Context, create bool) error {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.display, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+		return err
+	}
+	v, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	b.foundVersion = v
+	switch {
+	case v > SchemaVersion:
+		return check(v, b.display)
+	case v == SchemaVersion:
+		return nil
+	case v == 0 && !create:
+		return check(v, b.display)
+	case v > 0 && create:
+		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.display, v, SchemaVersion, store.ErrUpgradeNeeded)
+	}
+	ms := migrations()
+	for ; v < SchemaVersion; v++ {
+		for i, st := range ms[v] {
+			if _, err := tx.ExecContext(ctx, st); err != nil {
+				return fmt.Errorf("migrating %s to schema %d (statement %d): %w", b.display, v+1, i+1, err)
+			}
+			if i == 0 { // CREATE SCHEMA: the rest goes in it
+				if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', 'sendonce', true)"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return err
+	}
+	if b.foundVersion == 0 {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO sendonce.store_meta (id, store_id) VALUES (1, $1)", hex.EncodeToString(id[:])); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sendonce.schema_version (id, version) VALUES (1, $1)
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, SchemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// migrations[i] moves the schema from version i to i+1, one statement at a time (no
+// statement holds two: the extended protocol takes one). Tables are named in the
+// sendonce schema through the transaction's search_path.
+func migrations() [][]string {
+	return [][]string{{
+		`CREATE SCHEMA sendonce`,
+		`CREATE TABLE schema_version (id INT PRIMARY KEY CHECK (id = 1), version INT NOT NULL)`,
+		`CREATE TABLE store_meta (id INT PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL)`,
+		`CREATE TABLE intents (
+	id         BIGSERIAL PRIMARY KEY,
+	created_at BIGINT NOT NULL,
+	revision   INT NOT NULL DEFAULT 0
+)`,
+		`CREATE TABLE keys (
+	key       TEXT PRIMARY KEY,
+	intent_id BIGINT NOT NULL REFERENCES intents(id),
+	version   TEXT NOT NULL,
+	strength  TEXT NOT NULL CHECK (strength IN ('strong', 'weak')),
+	bound_at  BIGINT NOT NULL
+)`,
+		`CREATE INDEX keys_intent ON keys(intent_id)`,
+		`CREATE TABLE token_counter (id INT PRIMARY KEY CHECK (id = 1), last BIGINT NOT NULL)`,
+		`INSERT INTO token_counter VALUES (1, 0)`,
+		`CREATE TABLE attempts (
+	token            BIGINT PRIMARY KEY,
+	intent_id        BIGINT NOT NULL REFERENCES intents(id),
+	revision         INT NOT NULL,
+	task             TEXT NOT NULL,
+	dispatch_id      TEXT NOT NULL UNIQUE,
+	claimed_at       BIGINT NOT NULL,
+	lease_expires_at BIGINT NOT NULL,
+	delivery         TEXT CHECK (delivery IN ('pending', 'confirmed', 'failed')),
+	acceptance       TEXT CHECK (acceptance IN ('pending', 'accepted', 'rejected')),
+	ended_at         BIGINT,
+	evidence         TEXT NOT NULL DEFAULT '',
+	chain_head       TEXT NOT NULL DEFAULT ''
+)`,
+		`CREATE INDEX attempts_intent ON attempts(intent_id, token)`,
+		`CREATE TABLE crossings (
+	seq        BIGSERIAL,
+	token      BIGINT NOT NULL REFERENCES attempts(token),
+	boundary   TEXT NOT NULL,
+	at         BIGINT NOT NULL,
+	chain_head TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (token, boundary)
+)`,
+		`CREATE TABLE authorizers (name TEXT PRIMARY KEY, public_key BYTEA NOT NULL, added_at BIGINT NOT NULL, revoked_at BIGINT)`,
+		`CREATE TABLE used_nonces (nonce TEXT PRIMARY KEY, used_at BIGINT NOT NULL)`,
+		`CREATE TABLE events (
+	seq         BIGSERIAL PRIMARY KEY,
+	at          BIGINT NOT NULL,
+	intent_id   BIGINT NOT NULL,
+	kind        TEXT NOT NULL,
+	key         TEXT NOT NULL DEFAULT '',
+	task        TEXT NOT NULL DEFAULT '',
+	token       BIGINT NOT NULL DEFAULT 0,
+	dispatch_id TEXT NOT NULL DEFAULT '',
+	revision    INT NOT NULL DEFAULT 0,
+	detail      TEXT NOT NULL DEFAULT '{}'
+)`,
+		`CREATE INDEX events_intent ON events(intent_id, seq)`,
+		`CREATE FUNCTION refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$`,
+		`CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+	FOR EACH STATEMENT EXECUTE FUNCTION refuse_change('the event log is append-only')`,
+		`CREATE FUNCTION tokens_only_increase() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.last <= OLD.last THEN RAISE EXCEPTION 'fencing tokens only increase'; END IF;
+	RETURN NEW;
+END $$`,
+		`CREATE TRIGGER tokens_only_increase BEFORE UPDATE ON token_counter FOR EACH ROW EXECUTE FUNCTION tokens_only_increase()`,
+		`CREATE TABLE display_leases (
+	display          TEXT PRIMARY KEY,
+	task             TEXT NOT NULL,
+	token            BIGINT NOT NULL,
+	lease_expires_at BIGINT NOT NULL,
+	released         INT NOT NULL DEFAULT 0
+)`,
+		`CREATE TABLE provider_objects (object_id TEXT PRIMARY KEY, dispatch_id TEXT NOT NULL, bound_at BIGINT NOT NULL)`,
+		`CREATE TABLE workstations (id TEXT PRIMARY KEY, public_key BYTEA NOT NULL, registered_at BIGINT NOT NULL)`,
+		`CREATE TABLE requests (
+	scope       TEXT NOT NULL,
+	id          TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	response    BYTEA NOT NULL,
+	at          BIGINT NOT NULL,
+	PRIMARY KEY (scope, id)
+)`,
+	}}
+}
+
+// Display is the store as printed: its URL without secrets.
+func (b *Backend) Display() string { return b.display }
+
+// Close closes the connections.
+func (b *Backend) Close() error { return b.db.Close() }
+
+// retryable says whether a transaction failed only because another one won a race:
+// a serialization failure or a deadlock. It is then run again from the start.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// Update implements store.Backend.
+func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := b.run(ctx, fn, false)
+		if !retryable(err) || attempt >= 50 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * time.Millisecond):
+		}
+	}
+}
+
+// View implements store.Backend.
+func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := b.run(ctx, fn, true)
+		if !retryable(err) || attempt >= 50 {
+			return err
+		}
+	}
+}
+
+func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
+	ctx, cancel := context.WithTimeout(ctx, b.opt.LockTimeout+5*time.Second)
+	defer cancel()
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: b.opt.isolation, ReadOnly: readOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Each transaction says what it needs (set_config(..., true) is SET LOCAL), in the
+	// round trip that reads its time; nothing is left to the session.
+	var now time.Time
+	err = tx.QueryRowContext(ctx, `SELECT now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
+		set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`,
+		fmt.Sprint(b.opt.LockTimeout.Milliseconds()), fmt.Sprint((b.opt.LockTimeout+5*time.Second).Milliseconds())).Scan(&now, new(string), new(string), new(string), new(string))
+	if err != nil {
+		return err
+	}
+	now = now.UTC()
+	if b.opt.clock != nil {
+		now = b.opt.clock(now)
+	}
+	if err := fn(&pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL}, pause: b.opt.pause}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// pgTx is the shared SQL Tx with this package's test points.
+type pgTx struct {
+	sqltx.Tx
+	pause func(string)
+}
+
+func (t *pgTx) IntentsOf(keys []string) (map[string]int64, error) {
+	m, err := t.Tx.IntentsOf(keys)
+	if err == nil && t.pause != nil {
+		t.pause("after_intents_of")
+	}
+	return m, err
+}
