@@ -77,8 +77,9 @@ func TestDesktopAndLoggingStayInCmd(t *testing.T) {
 // provider/registry imports a provider; everything else asks the registry.
 func TestOneRegistryPerKind(t *testing.T) {
 	registries := map[string]string{ // backend prefix -> the one package that may import it
-		module + "/store/sqlite":  module + "/store/registry",
-		module + "/provider/xmpp": module + "/provider/registry",
+		module + "/store/sqlite":   module + "/store/registry",
+		module + "/store/postgres": module + "/store/registry",
+		module + "/provider/xmpp":  module + "/provider/registry",
 	}
 	pkgs := goList(t, nil, module+"/...")
 	for path, p := range pkgs {

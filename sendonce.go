@@ -109,7 +109,12 @@ func Open(ctx context.Context, location string, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClient(o, opt), nil
+	state, evidence, err := localDirs(o, opt)
+	if err != nil {
+		o.Store.Close()
+		return nil, err
+	}
+	return newClient(o, opt, state, evidence), nil
 }
 
 // InitRequest is what init is asked to do.
@@ -154,9 +159,9 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 	if res.StoreID, err = o.Store.StoreID(ctx); err != nil {
 		return res, fmt.Errorf("%w: reading the store id: %v", ErrUnavailable, err)
 	}
-	dir := opt.StateDir
-	if dir == "" {
-		dir = o.Location.Dir()
+	dir, _, err := localDirs(o.Opened, opt)
+	if err != nil {
+		return res, err
 	}
 	if res.Workstation, err = registerWorkstation(ctx, o.Store, dir); err != nil {
 		return res, err
@@ -168,20 +173,38 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 // authorizer statements name it.
 func (c *Client) StoreID(ctx context.Context) (string, error) { return c.store.StoreID(ctx) }
 
-func newClient(o registry.Opened, opt Options) *Client {
-	root := opt.EvidenceRoot
-	if root == "" {
-		root = filepath.Join(o.Location.Dir(), "evidence")
+// SharedStore says whether a location names a store that several workstations share
+// (PostgreSQL): it has no folder on this workstation, so Options.StateDir is required.
+func SharedStore(location string) bool {
+	l, err := registry.Parse(location)
+	return err == nil && l.Dir() == "" && l.Backend != "sqlite"
+}
+
+// localDirs completes the state folder and the evidence root: a SQLite store's folder
+// by default; a shared store has none here, and needs Options.StateDir.
+func localDirs(o registry.Opened, opt Options) (state, evidence string, err error) {
+	state, evidence = opt.StateDir, opt.EvidenceRoot
+	if state == "" {
+		state = o.Location.Dir()
 	}
+	if state == "" {
+		return "", "", fieldError("state_dir", errors.New("a shared store keeps this workstation's id, sealing key and evidence in a state folder of this workstation's: give Options.StateDir (the CLI's --state-dir)"))
+	}
+	if evidence == "" {
+		evidence = filepath.Join(state, "evidence")
+		if d := o.Location.Dir(); d != "" {
+			evidence = filepath.Join(d, "evidence")
+		}
+	}
+	return state, evidence, nil
+}
+
+func newClient(o registry.Opened, opt Options, state, evidence string) *Client {
 	getenv := opt.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	state := opt.StateDir
-	if state == "" {
-		state = o.Location.Dir()
-	}
-	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: root, stateDir: state, getenv: getenv, events: newNotifier(opt.Hook)}
+	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv, events: newNotifier(opt.Hook)}
 }
 
 // Close closes the store.

@@ -194,7 +194,7 @@ func parseGlobal(env *environment, args []string) ([]string, error) {
 // globalFlags registers the flags every command accepts, before or after its name.
 func (env *environment) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&env.storePath, "store", env.storePath, "the store `PATH` (default $SENDONCE_STORE, else "+defaultStoreHint+")")
-	fs.StringVar(&env.stateDirFlag, "state-dir", env.stateDirFlag, "where this workstation keeps its id and sealing key (default $SENDONCE_STATE_DIR, else the store's folder)")
+	fs.StringVar(&env.stateDirFlag, "state-dir", env.stateDirFlag, "where this workstation keeps its id and sealing key (default $SENDONCE_STATE_DIR, else the store's folder; for a shared store ~/.local/state/sendonce)")
 	fs.BoolVar(&env.jsonOut, "json", env.jsonOut, "print exactly one JSON object on stdout")
 	fs.StringVar(&env.logFormat, "log", env.logFormat, "log `format` on stderr: console or json")
 	fs.DurationVar(&env.lockTimeout, "lock-timeout", env.lockTimeout, "how long to wait for another process's transaction before failing closed")
@@ -312,7 +312,11 @@ func (env *environment) stateDir(name string) string {
 
 // options are the library options the global flags and the environment give.
 func (env *environment) options() sendonce.Options {
-	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: env.stateDirFlag, Getenv: env.getenv, Hook: env.logEvent}
+	state := env.stateDirFlag
+	if loc, _ := env.storeLocation(); state == "" && sendonce.SharedStore(loc) {
+		state = env.stateDir("") // a shared store has no folder here: the user's state folder
+	}
+	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
 }
 
 // open opens the existing store; a missing one fails closed.

@@ -118,8 +118,8 @@ func open(raw string, opt Options) (*Backend, error) {
 }
 
 // Create makes the sendonce schema in the database at raw, under a transaction-scoped
-// lock (two inits at once make one schema). An existing sendonce schema is
-// store.ErrExists... it is left alone: Open it.
+// lock (two inits at once make one schema). A sendonce schema of this version is left
+// as it is (Found says which); an older one is store.ErrUpgradeNeeded (Upgrade migrates).
 func Create(ctx context.Context, raw string, opt Options) (*Backend, error) {
 	b, err := open(raw, opt)
 	if err != nil {
@@ -353,6 +353,9 @@ END $$`,
 )`,
 	}}
 }
+
+// Found is the schema version the store had when it was opened (0: it was just made).
+func (b *Backend) Found() int { return b.foundVersion }
 
 // Display is the store as printed: its URL without secrets.
 func (b *Backend) Display() string { return b.display }

@@ -7,6 +7,8 @@
 //	/var/lib/sendonce/sendonce.db   a SQLite file (a relative path works too)
 //	file:/var/lib/sendonce/sendonce.db
 //	file:///var/lib/sendonce/sendonce.db
+//	postgres://sendonce@db.example.org/sendonce?sslmode=verify-full   a shared PostgreSQL store
+//	                                (postgresql:// too; never a password in it: PGPASSFILE)
 //
 // Anything that looks like a URL scheme but is not one of these (postgres:/x, sqlite:,
 // s3://...) is refused as bad input, never taken as a relative path; so is a file:
@@ -27,6 +29,7 @@ import (
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/postgres"
 	"github.com/sendonce/sendonce/store/sqlite"
 )
 
@@ -39,16 +42,27 @@ type Options struct {
 
 // Location is a parsed store location.
 type Location struct {
-	Backend string // "sqlite"
+	Backend string // "sqlite" or "postgres"
 	Path    string // the SQLite file, as given (relative paths stay relative)
+	URL     string // the PostgreSQL URL (without a password: Parse refuses one)
 }
 
-// String is the location as a person would type it again (no secrets: SQLite has none).
-func (l Location) String() string { return l.Path }
+// String is the location as a person would type it again, without secrets.
+func (l Location) String() string {
+	if l.Backend == "postgres" {
+		return postgres.Redacted(l.URL)
+	}
+	return l.Path
+}
 
 // Dir is the folder that holds the store's own files, where per-store defaults (the
-// evidence root) live.
-func (l Location) Dir() string { return filepath.Dir(l.Path) }
+// evidence root) live; "" for a shared store, which has none on this workstation.
+func (l Location) Dir() string {
+	if l.Backend == "postgres" {
+		return ""
+	}
+	return filepath.Dir(l.Path)
+}
 
 var schemeLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
@@ -58,7 +72,10 @@ func Parse(loc string) (Location, error) {
 	case loc == "":
 		return Location{}, fmt.Errorf("%w: no store location given", gate.ErrInvalid)
 	case strings.HasPrefix(loc, "postgres://"), strings.HasPrefix(loc, "postgresql://"):
-		return Location{}, gate.Invalidf("PostgreSQL stores are not supported yet; use a SQLite file path")
+		if err := postgres.CheckURL(loc); err != nil {
+			return Location{}, err
+		}
+		return Location{Backend: "postgres", URL: loc}, nil
 	case strings.HasPrefix(loc, "file:"):
 		u, err := url.Parse(loc)
 		if err != nil {
@@ -102,6 +119,13 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	l, err := Parse(loc)
 	if err != nil {
 		return Opened{}, err
+	}
+	if l.Backend == "postgres" {
+		b, err := postgres.Open(ctx, l.URL, postgres.Options{LockTimeout: opt.LockTimeout})
+		if err != nil {
+			return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}, nil
 	}
 	if l.Path, err = checkFile(l.Path); err != nil {
 		return Opened{}, err
@@ -148,6 +172,9 @@ func Create(ctx context.Context, loc string, opt Options, upgrade bool) (Initial
 	l, err := Parse(loc)
 	if err != nil {
 		return Initialized{}, err
+	}
+	if l.Backend == "postgres" {
+		return createShared(ctx, l, opt, upgrade)
 	}
 	dir := filepath.Dir(l.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -196,4 +223,26 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// createShared makes (or upgrades, with upgrade) the sendonce schema in a PostgreSQL
+// database, under the schema's lock.
+func createShared(ctx context.Context, l Location, opt Options, upgrade bool) (Initialized, error) {
+	popt := postgres.Options{LockTimeout: opt.LockTimeout}
+	b, err := postgres.Create(ctx, l.URL, popt)
+	switch {
+	case err == nil:
+		o := Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}
+		return Initialized{Opened: o, Created: b.Found() == 0, FoundVersion: b.Found()}, nil
+	case !errors.Is(err, store.ErrUpgradeNeeded):
+		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case !upgrade:
+		return Initialized{UpgradeNeeded: true, Opened: Opened{Location: l, Display: l.String(), SchemaVersion: postgres.SchemaVersion}}, nil
+	}
+	b, found, err := postgres.Upgrade(ctx, l.URL, popt)
+	if err != nil {
+		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	o := Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}
+	return Initialized{Opened: o, Upgraded: found != postgres.SchemaVersion, FoundVersion: found}, nil
 }

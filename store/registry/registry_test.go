@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/gate"
@@ -30,19 +31,31 @@ func TestParse(t *testing.T) {
 		{"file://otherhost/s.db", ""},
 		{"file:", ""},
 		{"postgres:/x", ""},
-		{"postgres://db/sendonce", ""}, // not supported yet
-		{"postgresql://db/sendonce", ""},
+		{"postgres://me:secret@db/sendonce", ""}, // a password on a command line: refused
+		{"postgresql://db/sendonce?password=secret", ""},
 		{"sqlite:", ""},
 		{"s3://bucket/s.db", ""},
 		{"C:x", ""},
 		{"", ""},
 	} {
 		l, err := Parse(tc.in)
+		if strings.HasPrefix(tc.in, "postgres") && err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Parse(%q): the error repeats the password: %v", tc.in, err)
+		}
 		switch {
 		case tc.path == "" && !errors.Is(err, gate.ErrInvalid):
 			t.Errorf("Parse(%q) = %+v, %v; want bad input", tc.in, l, err)
 		case tc.path != "" && (err != nil || l.Path != tc.path || l.Backend != "sqlite"):
 			t.Errorf("Parse(%q) = %+v, %v; want sqlite %q", tc.in, l, err, tc.path)
+		}
+	}
+}
+
+func TestParseSharedStore(t *testing.T) {
+	for _, in := range []string{"postgres://sendonce@db.example.org/sendonce?sslmode=verify-full", "postgresql://db/sendonce"} {
+		l, err := Parse(in)
+		if err != nil || l.Backend != "postgres" || l.URL != in || l.Dir() != "" {
+			t.Errorf("Parse(%q) = %+v, %v; want the postgres backend, no folder", in, l, err)
 		}
 	}
 }
