@@ -117,6 +117,9 @@ type HistoryConfig struct {
 	Workers int      // worker processes per key per round (restarts come on top)
 	Lease   time.Duration
 	Unsafe  bool // workers skip the gate: the checker must then find duplicates
+	// Store is a fresh empty store to run on (a PostgreSQL database, say); a SQLite
+	// file in the run's folder when "".
+	Store string
 }
 
 // HistoryReport counts what a run did and what the checker found.
@@ -155,6 +158,9 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 		dir = tmp
 	}
 	storePath, sendsLog := filepath.Join(dir, "history.db"), filepath.Join(dir, "sends.log")
+	if cfg.Store != "" {
+		storePath = cfg.Store
+	}
 	initCmd := exec.CommandContext(ctx, cfg.Exe, "init", "--store", storePath)
 	initCmd.Env = append(os.Environ(), cfg.Env...)
 	if out, err := initCmd.CombinedOutput(); err != nil {

@@ -134,6 +134,12 @@ type Runner struct {
 	Exe      string   // the sendonce binary; this program when ""
 	Env      []string // extra environment for every process
 	Testdata string   // the repository's testdata folder
+	// Store, when set, names a fresh empty store for a scenario (a PostgreSQL
+	// database, say); a SQLite file in the scenario's folder when nil.
+	Store func(work string) (string, error)
+	// Corrupt makes a store unreadable (the corrupt_store step); it overwrites a SQLite
+	// file with garbage when nil.
+	Corrupt func(store string) error
 }
 
 // Run runs one scenario in a fresh folder under work.
@@ -154,8 +160,15 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, err
 	}
+	store := filepath.Join(work, "sendonce.db")
+	if r.Store != nil {
+		var err error
+		if store, err = r.Store(work); err != nil {
+			return nil, err
+		}
+	}
 	vars := map[string]string{
-		"{{store}}":    filepath.Join(work, "sendonce.db"),
+		"{{store}}":    store,
 		"{{work}}":     work,
 		"{{testdata}}": r.Testdata,
 		"{{fixtures}}": filepath.Join(r.Testdata, "fixtures"),
@@ -238,6 +251,8 @@ func (r Runner) before(what string, vars map[string]string) error {
 		}
 		time.Sleep(d)
 		return nil
+	case what == "corrupt_store" && r.Corrupt != nil:
+		return r.Corrupt(vars["{{store}}"])
 	case what == "corrupt_store":
 		return os.WriteFile(vars["{{store}}"], bytes.Repeat([]byte("unreadable history "), 400), 0o600)
 	}

@@ -74,56 +74,60 @@ func decode(t *testing.T, out string) map[string]any {
 // TestManyProcessesOneGrant starts 40 processes that claim one key on one database file
 // at the same moment, several rounds in a row, and sees exactly one grant each round.
 func TestManyProcessesOneGrant(t *testing.T) {
-	const procs, rounds = 40, 5
-	path := newStore(t)
-	for round := 0; round < rounds; round++ {
-		sha := digest(fmt.Sprint("round ", round))
-		cmds := make([]*exec.Cmd, procs)
-		starts := make([]*os.File, procs)
-		for i := range cmds {
-			// Each child waits on its stdin, so that all of them are running before any claims.
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			const procs, rounds = 40, 5
+			path := newStoreOf(t, kind)
+			for round := 0; round < rounds; round++ {
+				sha := digest(fmt.Sprint("round ", round))
+				cmds := make([]*exec.Cmd, procs)
+				starts := make([]*os.File, procs)
+				for i := range cmds {
+					// Each child waits on its stdin, so that all of them are running before any claims.
+					r, w, err := os.Pipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					c := exec.Command("sh", "-c", `read go; exec "$0" "$@"`, self(t), "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", fmt.Sprint("task-", i), "--json")
+					c.Env = append(os.Environ(), "SENDONCE_AS_CLI=1")
+					c.Stdin = r
+					if err := c.Start(); err != nil {
+						t.Fatal(err)
+					}
+					r.Close()
+					cmds[i], starts[i] = c, w
+				}
+				for _, w := range starts {
+					w.WriteString("go\n")
+					w.Close()
+				}
+				var wg sync.WaitGroup
+				codes := make([]int, procs)
+				for i, c := range cmds {
+					wg.Add(1)
+					go func(i int, c *exec.Cmd) {
+						defer wg.Done()
+						c.Wait()
+						codes[i] = c.ProcessState.ExitCode()
+					}(i, c)
+				}
+				wg.Wait()
+				granted, held := 0, 0
+				for i, code := range codes {
+					switch code {
+					case 0:
+						granted++
+					case 4:
+						held++
+					default:
+						t.Errorf("round %d process %d exited %d; want 0 or 4", round, i, code)
+					}
+				}
+				if granted != 1 || held != procs-1 {
+					t.Fatalf("round %d: %d granted, %d held; want exactly 1 and %d", round, granted, held, procs-1)
+				}
 			}
-			c := exec.Command("sh", "-c", `read go; exec "$0" "$@"`, self(t), "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", fmt.Sprint("task-", i), "--json")
-			c.Env = append(os.Environ(), "SENDONCE_AS_CLI=1")
-			c.Stdin = r
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			r.Close()
-			cmds[i], starts[i] = c, w
-		}
-		for _, w := range starts {
-			w.WriteString("go\n")
-			w.Close()
-		}
-		var wg sync.WaitGroup
-		codes := make([]int, procs)
-		for i, c := range cmds {
-			wg.Add(1)
-			go func(i int, c *exec.Cmd) {
-				defer wg.Done()
-				c.Wait()
-				codes[i] = c.ProcessState.ExitCode()
-			}(i, c)
-		}
-		wg.Wait()
-		granted, held := 0, 0
-		for i, code := range codes {
-			switch code {
-			case 0:
-				granted++
-			case 4:
-				held++
-			default:
-				t.Errorf("round %d process %d exited %d; want 0 or 4", round, i, code)
-			}
-		}
-		if granted != 1 || held != procs-1 {
-			t.Fatalf("round %d: %d granted, %d held; want exactly 1 and %d", round, granted, held, procs-1)
-		}
+		})
 	}
 }
 
@@ -131,55 +135,63 @@ func TestManyProcessesOneGrant(t *testing.T) {
 // is durable, before any record, leaves the key consumed: held while the lease lives,
 // send_status_unknown after it.
 func TestKillAfterCrossLeavesUnknown(t *testing.T) {
-	path := newStore(t)
-	sha, key := digest("killed"), titleKey("killed")
-	if out, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "A", "--lease", "1500ms"); code != 0 {
-		t.Fatalf("claim: %d %s", code, out)
-	}
-	cmd := exec.Command(self(t), "gate", "cross", "--store", path, "--key", key, "--task", "A", "--token", "1", "--boundary", "send")
-	cmd.Env = append(os.Environ(), "SENDONCE_AS_CLI=1", "SENDONCE_TEST_KILL_AFTER=cross")
-	err := cmd.Run()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if err == nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("cross with the kill hook: %v; want death by SIGKILL", err)
-	}
-	if _, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "B"); code != exitConsumed {
-		t.Fatalf("claim after the killed crossing exited %d; want 3", code)
-	}
-	time.Sleep(1600 * time.Millisecond) // let the lease run out: semantics, not speed
-	out, code := cli(t, nil, "status", "--store", path, "--key", key, "--json")
-	if code != 0 || decode(t, out)["status"] != "send_status_unknown" {
-		t.Fatalf("status after the lease: %d %s; want send_status_unknown", code, out)
-	}
-	if _, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "C"); code != exitConsumed {
-		t.Fatalf("claim after expiry exited %d; want 3", code)
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			path := newStoreOf(t, kind)
+			sha, key := digest("killed"), titleKey("killed")
+			if out, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "A", "--lease", "1500ms"); code != 0 {
+				t.Fatalf("claim: %d %s", code, out)
+			}
+			cmd := exec.Command(self(t), "gate", "cross", "--store", path, "--key", key, "--task", "A", "--token", "1", "--boundary", "send")
+			cmd.Env = append(os.Environ(), "SENDONCE_AS_CLI=1", "SENDONCE_TEST_KILL_AFTER=cross")
+			err := cmd.Run()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if err == nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("cross with the kill hook: %v; want death by SIGKILL", err)
+			}
+			if _, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "B"); code != exitConsumed {
+				t.Fatalf("claim after the killed crossing exited %d; want 3", code)
+			}
+			time.Sleep(1600 * time.Millisecond) // let the lease run out: semantics, not speed
+			out, code := cli(t, nil, "status", "--store", path, "--key", key, "--json")
+			if code != 0 || decode(t, out)["status"] != "send_status_unknown" {
+				t.Fatalf("status after the lease: %d %s; want send_status_unknown", code, out)
+			}
+			if _, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "C"); code != exitConsumed {
+				t.Fatalf("claim after expiry exited %d; want 3", code)
+			}
+		})
 	}
 }
 
 // TestStaleHolderRefused: a holder whose lease expired and was taken over is refused on
 // check, cross and record, by a real process on a real clock.
 func TestStaleHolderRefused(t *testing.T) {
-	path := newStore(t)
-	sha, key := digest("stale"), titleKey("stale")
-	cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "A", "--lease", "300ms")
-	time.Sleep(400 * time.Millisecond)
-	if out, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "B"); code != 0 {
-		t.Fatalf("takeover: %d %s", code, out)
-	}
-	for _, args := range [][]string{
-		{"gate", "check", "--boundary", "open_picker"},
-		{"gate", "cross", "--boundary", "choose_file"},
-		{"gate", "renew"},
-		{"gate", "record", "--outcome", "not_sent"},
-	} {
-		args = append(args, "--store", path, "--key", key, "--task", "A", "--token", "1")
-		if out, code := cli(t, nil, args...); code != exitStale {
-			t.Errorf("%v by the stale holder exited %d (%s); want 6", args[:2], code, out)
-		}
-	}
-	out, _ := cli(t, nil, "show", key, "--store", path, "--json")
-	if strings.Count(out, `"kind":"crossed"`) != 0 {
-		t.Fatal("a stale holder crossed")
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			path := newStoreOf(t, kind)
+			sha, key := digest("stale"), titleKey("stale")
+			cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "A", "--lease", "300ms")
+			time.Sleep(400 * time.Millisecond)
+			if out, code := cli(t, nil, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", sha, "--task", "B"); code != 0 {
+				t.Fatalf("takeover: %d %s", code, out)
+			}
+			for _, args := range [][]string{
+				{"gate", "check", "--boundary", "open_picker"},
+				{"gate", "cross", "--boundary", "choose_file"},
+				{"gate", "renew"},
+				{"gate", "record", "--outcome", "not_sent"},
+			} {
+				args = append(args, "--store", path, "--key", key, "--task", "A", "--token", "1")
+				if out, code := cli(t, nil, args...); code != exitStale {
+					t.Errorf("%v by the stale holder exited %d (%s); want 6", args[:2], code, out)
+				}
+			}
+			out, _ := cli(t, nil, "show", key, "--store", path, "--json")
+			if strings.Count(out, `"kind":"crossed"`) != 0 {
+				t.Fatal("a stale holder crossed")
+			}
+		})
 	}
 }
 

@@ -23,12 +23,21 @@ func TestScenarios(t *testing.T) {
 		t.Fatalf("%d scenarios; the suite needs at least 14", len(scs))
 	}
 	td, _ := filepath.Abs("../../testdata")
-	r := scenarios.Runner{Exe: self(t), Testdata: td, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
-	for _, sc := range scs {
-		t.Run(sc.Name, func(t *testing.T) {
-			res := r.Run(context.Background(), sc, t.TempDir())
-			if !res.Pass {
-				t.Fatalf("expected: %s\ngot: %s", res.Expected, res.Got)
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := scenarios.Runner{Exe: self(t), Testdata: td, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
+			if kind == "postgres" {
+				r.Env = append(r.Env, "SENDONCE_STATE_DIR="+t.TempDir())
+				r.Store = func(string) (string, error) { return newPostgresDatabase(t), nil }
+				r.Corrupt = corruptPostgres
+			}
+			for _, sc := range scs {
+				t.Run(sc.Name, func(t *testing.T) {
+					res := r.Run(context.Background(), sc, t.TempDir())
+					if !res.Pass {
+						t.Fatalf("expected: %s\ngot: %s", res.Expected, res.Got)
+					}
+				})
 			}
 		})
 	}
@@ -55,19 +64,31 @@ func TestScenariosCommand(t *testing.T) {
 // every resolution backed by a send. The same checker run with workers that skip the
 // gate must find duplicates: the checker can fail.
 func TestHistoryChecker(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { historyCheck(t, kind) })
+	}
+}
+
+func historyCheck(t *testing.T, kind string) {
 	cfg := scenarios.HistoryConfig{Exe: self(t), Env: []string{"SENDONCE_AS_CLI=1"}, Rounds: 3, Keys: 3, Workers: 4, Lease: 600 * time.Millisecond}
+	fresh := func() string { return "" }
+	if kind == "postgres" {
+		cfg.Env = append(cfg.Env, "SENDONCE_STATE_DIR="+t.TempDir())
+		fresh = func() string { return newPostgresDatabase(t) }
+	}
+	cfg.Store = fresh()
 	rep, err := scenarios.RunHistory(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("processes %d, kills %d, pauses %d, restarts %d, sends %d, resolved %d, duplicates %d", rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
+	t.Logf("%s: processes %d, kills %d, pauses %d, restarts %d, sends %d, resolved %d, duplicates %d", kind, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
 	if len(rep.Violations) > 0 || rep.Duplicates > 0 {
 		t.Fatalf("violations: %v", rep.Violations)
 	}
 	if rep.Sends == 0 || rep.Processes < cfg.Rounds*cfg.Keys*cfg.Workers {
 		t.Fatalf("the run did nothing worth checking: %+v", rep)
 	}
-	cfg.Unsafe, cfg.Rounds = true, 1
+	cfg.Unsafe, cfg.Rounds, cfg.Store = true, 1, fresh()
 	rep, err = scenarios.RunHistory(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

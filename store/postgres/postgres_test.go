@@ -73,6 +73,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceThroughPgBouncer: the suite again, through PgBouncer in transaction
+// pooling mode: nothing the store does may rely on session state.
+func TestConformanceThroughPgBouncer(t *testing.T) {
+	bouncer := os.Getenv("SENDONCE_TEST_PGBOUNCER")
+	if bouncer == "" {
+		t.Fatal("no PgBouncer: testbed/postgres up starts one and sets SENDONCE_TEST_PGBOUNCER")
+	}
+	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
+		direct, _ := url.Parse(newDatabase(t))
+		u, _ := url.Parse(bouncer)
+		u.Path = direct.Path
+		b, err := Create(context.Background(), u.String(), Options{LockTimeout: 5 * time.Second, clock: func(time.Time) time.Time { return c.Now() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
 func TestURLWithPasswordRefused(t *testing.T) {
 	for _, u := range []string{"postgres://me:secret@db.example.org/sendonce", "postgres://me@db.example.org/sendonce?password=secret"} {
 		if err := CheckURL(u); !errors.Is(err, gate.ErrInvalid) || strings.Contains(err.Error(), "secret") {

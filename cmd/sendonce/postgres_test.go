@@ -1,0 +1,80 @@
+package main
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to make and drop test databases
+)
+
+// The tests that run on SQLite run on PostgreSQL too, from the same code: each takes its
+// store from newStoreOf. SENDONCE_TEST_POSTGRES names the server (scripts/test starts a
+// throwaway cluster with testbed/postgres; PGPASSFILE holds the password). Without it
+// the PostgreSQL runs fail: they never skip.
+
+// storeKinds are the backends the shared tests run on.
+var storeKinds = []string{"sqlite", "postgres"}
+
+// newStoreOf makes a fresh initialized store of kind and returns its location. A
+// PostgreSQL store is a database of its own; the test's workstation state goes to a
+// folder of its own (SENDONCE_STATE_DIR), since a shared store has none.
+func newStoreOf(t *testing.T, kind string) string {
+	t.Helper()
+	if kind == "sqlite" {
+		return newStore(t)
+	}
+	loc := newPostgresDatabase(t)
+	t.Setenv("SENDONCE_STATE_DIR", t.TempDir())
+	if out, code := cli(t, nil, "init", "--store", loc); code != 0 {
+		t.Fatalf("init on PostgreSQL: %d %s", code, out)
+	}
+	return loc
+}
+
+// newPostgresDatabase makes an empty database, dropped when the test ends, and returns
+// its URL (no password: PGPASSFILE).
+func newPostgresDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("SENDONCE_TEST_POSTGRES")
+	if base == "" {
+		t.Fatal("no PostgreSQL for the shared-store runs: `set -a; . \"$(PG_DIR=/tmp/pg testbed/postgres up >/dev/null; echo /tmp/pg/state.env)\"; set +a` (scripts/test does this)")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "sendonce_cmd_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("creating a test database: %v", err)
+	}
+	t.Cleanup(func() {
+		if a, err := sql.Open("pgx", base); err == nil {
+			a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			a.Close()
+		}
+	})
+	u, _ := url.Parse(base)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// corruptPostgres makes a shared store unreadable: its schema is renamed away.
+func corruptPostgres(loc string) error {
+	db, err := sql.Open("pgx", loc)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec("ALTER SCHEMA sendonce RENAME TO sendonce_broken")
+	return err
+}
+
+var _ = filepath.Join
