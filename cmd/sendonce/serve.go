@@ -164,6 +164,9 @@ func (env *environment) serviceDir(c *sendonce.Client) string {
 	if d := env.getenv("SENDONCE_STATE_DIR"); d != "" {
 		return d
 	}
+	if sendonce.SharedStore(c.Store()) {
+		return env.options().StateDir // a shared store has no folder here
+	}
 	return filepath.Dir(c.Store())
 }
 
@@ -175,14 +178,19 @@ func sameStore(ctx context.Context, c *sendonce.Client) (func(context.Context) e
 	if err != nil {
 		return nil, err
 	}
-	first, err := os.Stat(c.Store())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err)
+	shared := sendonce.SharedStore(c.Store())
+	var first os.FileInfo
+	if !shared {
+		if first, err = os.Stat(c.Store()); err != nil {
+			return nil, fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err)
+		}
 	}
 	return func(ctx context.Context) error {
-		now, err := os.Stat(c.Store())
-		if err != nil || !os.SameFile(first, now) {
-			return fmt.Errorf("%w: the store file %s is no longer the one this service opened (replaced or removed): restart the service after checking why", sendonce.ErrUnavailable, c.Store())
+		if !shared { // a shared store has no file here: its id says whether it is the same
+			now, err := os.Stat(c.Store())
+			if err != nil || !os.SameFile(first, now) {
+				return fmt.Errorf("%w: the store file %s is no longer the one this service opened (replaced or removed): restart the service after checking why", sendonce.ErrUnavailable, c.Store())
+			}
 		}
 		got, err := c.StoreID(ctx)
 		if err != nil {

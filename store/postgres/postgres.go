@@ -33,7 +33,7 @@ import (
 )
 
 // SchemaVersion is the newest PostgreSQL schema this program knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Options tune a backend. The zero value is what the CLI uses.
 type Options struct {
@@ -50,6 +50,8 @@ type Options struct {
 	isolation sql.IsolationLevel
 	// pause is called at named points of a transaction (after_intents_of).
 	pause func(point string)
+	// upTo stops a Create at an older schema: the upgrade tests' old store.
+	upTo int
 }
 
 // Backend is a PostgreSQL store.Backend.
@@ -234,13 +236,21 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 	case v > 0 && create:
 		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.display, v, SchemaVersion, store.ErrUpgradeNeeded)
 	}
-	ms := migrations()
-	for ; v < SchemaVersion; v++ {
+	ms, target := migrations(), SchemaVersion
+	if b.opt.upTo > 0 {
+		target = b.opt.upTo
+	}
+	for ; v < target; v++ {
+		if v > 0 || b.foundVersion > 0 {
+			if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', 'sendonce', true)"); err != nil {
+				return err
+			}
+		}
 		for i, st := range ms[v] {
 			if _, err := tx.ExecContext(ctx, st); err != nil {
 				return fmt.Errorf("migrating %s to schema %d (statement %d): %w", b.display, v+1, i+1, err)
 			}
-			if i == 0 { // CREATE SCHEMA: the rest goes in it
+			if v == 0 && i == 0 { // CREATE SCHEMA: the rest goes in it
 				if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', 'sendonce', true)"); err != nil {
 					return err
 				}
@@ -257,7 +267,7 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sendonce.schema_version (id, version) VALUES (1, $1)
-		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, SchemaVersion); err != nil {
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, target); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -343,6 +353,7 @@ END $$`,
 )`,
 		`CREATE TABLE provider_objects (object_id TEXT PRIMARY KEY, dispatch_id TEXT NOT NULL, bound_at BIGINT NOT NULL)`,
 		`CREATE TABLE workstations (id TEXT PRIMARY KEY, public_key BYTEA NOT NULL, registered_at BIGINT NOT NULL)`,
+	}, {
 		`CREATE TABLE requests (
 	scope       TEXT NOT NULL,
 	id          TEXT NOT NULL,

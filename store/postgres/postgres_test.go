@@ -106,39 +106,76 @@ func TestURLWithPasswordRefused(t *testing.T) {
 	}
 }
 
+// TestSchemaVersions: only init --upgrade migrates, under the lock; a schema older
+// than the binary and one newer than it both fail closed until upgraded.
 func TestSchemaVersions(t *testing.T) {
 	ctx := context.Background()
 	u := newDatabase(t)
 	if _, err := Open(ctx, u, Options{}); !errors.Is(err, store.ErrNotInitialized) {
 		t.Fatalf("open before init: %v; want not initialized", err)
 	}
-	b, err := Create(ctx, u, Options{})
+	old, err := Create(ctx, u, Options{upTo: SchemaVersion - 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Close()
-	again, err := Create(ctx, u, Options{}) // init twice: the same store, unchanged
-	if err != nil {
-		t.Fatalf("init again: %v", err)
+	p, err := store.New(old).Claim(ctx, store.ClaimRequest{Keys: []gate.Key{gate.NewKey(mustTitle(t), gate.DigestOf([]byte("old")))}, Task: "A"})
+	if err != nil || !p.Granted {
+		t.Fatalf("a claim on the old schema: %v", err)
 	}
-	again.Close()
+	old.Close()
+	if _, err := Open(ctx, u, Options{}); !errors.Is(err, store.ErrUpgradeNeeded) {
+		t.Fatalf("a schema older than the binary: %v; want upgrade needed (fail closed)", err)
+	}
+	if _, err := Create(ctx, u, Options{}); !errors.Is(err, store.ErrUpgradeNeeded) {
+		t.Fatalf("init without --upgrade on an older schema: %v; want upgrade needed, nothing changed", err)
+	}
+	// Two upgrades at once: the lock lets one migrate; both end on the new schema.
+	var wg sync.WaitGroup
+	found := make([]int, 2)
+	errs := make([]error, 2)
+	for i := range found {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			b, f, err := Upgrade(ctx, u, Options{})
+			found[i], errs[i] = f, err
+			if err == nil {
+				b.Close()
+			}
+		}(i)
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || found[0]+found[1] != SchemaVersion-1+SchemaVersion {
+		t.Fatalf("two upgrades at once: found %v, errors %v; want one from %d and one already at %d", found, errs, SchemaVersion-1, SchemaVersion)
+	}
+	b, err := Open(ctx, u, Options{})
+	if err != nil {
+		t.Fatalf("open after the upgrade: %v", err)
+	}
+	st, err := store.New(b).Status(ctx, []gate.Key{gate.NewKey(mustTitle(t), gate.DigestOf([]byte("old")))})
+	if err != nil || st[0].Status != gate.StatusHeld {
+		t.Fatalf("the claim made before the upgrade: %v %v; want it kept (held)", st, err)
+	}
+	b.Close()
 	db, _ := sql.Open("pgx", u)
 	defer db.Close()
-	for _, tc := range []struct {
-		version int
-		want    error
-	}{{SchemaVersion + 1, nil}, {SchemaVersion - 1, store.ErrUpgradeNeeded}} {
-		if tc.version == 0 {
-			tc.want = store.ErrNotInitialized // no older schema exists yet: 0 reads as none, refused all the same
-		}
-		if _, err := db.Exec("UPDATE sendonce.schema_version SET version = $1", tc.version); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Open(ctx, u, Options{})
-		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
-			t.Errorf("schema %d under a binary of %d: %v; want it refused (%v)", tc.version, SchemaVersion, err, tc.want)
-		}
+	if _, err := db.Exec("UPDATE sendonce.schema_version SET version = $1", SchemaVersion+1); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := Open(ctx, u, Options{}); err == nil || !strings.Contains(err.Error(), "newer than this sendonce") {
+		t.Fatalf("a schema newer than the binary: %v; want it refused", err)
+	}
+	if _, _, err := Upgrade(ctx, u, Options{}); err == nil {
+		t.Fatal("an upgrade of a newer schema by an older binary was accepted")
+	}
+}
+
+func mustTitle(t *testing.T) gate.Identity {
+	id, err := gate.Title("Bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // TestPausedClaimsOfANewKey: two claims of a never-seen key, the first paused between
