@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to make and drop test databases
@@ -77,4 +77,45 @@ func corruptPostgres(loc string) error {
 	return err
 }
 
-var _ = filepath.Join
+// TestSharedStoreSchemaRule: on PostgreSQL as on SQLite, only 'init --upgrade' migrates:
+// a schema older than the binary fails closed (5) naming the upgrade, init alone
+// changes nothing, init --upgrade migrates and keeps what was decided; a schema newer
+// than the binary fails closed too.
+func TestSharedStoreSchemaRule(t *testing.T) {
+	loc := newStoreOf(t, "postgres")
+	sha, key := digest("before the upgrade"), titleKey("before the upgrade")
+	if out, code := cli(t, nil, "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", sha, "--task", "A"); code != 0 {
+		t.Fatalf("claim: %d %s", code, out)
+	}
+	db, err := sql.Open("pgx", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Schema 1 is schema 2 without the request ids.
+	if _, err := db.Exec("DROP TABLE sendonce.requests; UPDATE sendonce.schema_version SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	out, code := cli(t, nil, "--json", "status", "--store", loc, "--key", key)
+	if code != exitFailClosed || !strings.Contains(out, "init --upgrade") {
+		t.Fatalf("status on an older schema: %d %s; want 5 naming init --upgrade", code, out)
+	}
+	if out, code := cli(t, nil, "--json", "init", "--store", loc); code != 0 || !strings.Contains(out, `"upgrade_needed":true`) {
+		t.Fatalf("init on an older schema: %d %s; want upgrade_needed, nothing changed", code, out)
+	}
+	if out, code := cli(t, nil, "--json", "init", "--upgrade", "--store", loc); code != 0 || !strings.Contains(out, `"upgraded":true`) {
+		t.Fatalf("init --upgrade: %d %s", code, out)
+	}
+	if out, code := cli(t, nil, "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", sha, "--task", "B"); code != exitHeld {
+		t.Fatalf("a claim after the upgrade: %d %s; want 4 (A's claim kept)", code, out)
+	}
+	if _, err := db.Exec("UPDATE sendonce.schema_version SET version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := cli(t, nil, "--json", "status", "--store", loc, "--key", key); code != exitFailClosed || !strings.Contains(out, "newer than this sendonce") {
+		t.Fatalf("status on a newer schema: %d %s; want 5", code, out)
+	}
+	if out, _ := cli(t, nil, "--json", "status", "--store", loc, "--key", key); strings.Contains(out, os.Getenv("PGPASSFILE")) && os.Getenv("PGPASSFILE") != "" {
+		t.Fatal("the answer names the password file")
+	}
+}
