@@ -160,7 +160,14 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		proceed := rs[0].Status == gate.StatusFree || rs[0].Status == gate.StatusNotSent
 		out.WouldProceed = &proceed
 	} else {
-		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request})
+		floor, err := c.tokenFloor(ctx)
+		if err != nil {
+			return DeliveryResult{}, err
+		}
+		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor})
+		if err == nil && res.Granted {
+			err = c.noteToken(ctx, res.Permit.Token())
+		}
 		if err == nil && res.Replayed {
 			err = d.startedBefore(ctx, keys, res, &out)
 		}
@@ -206,7 +213,10 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	}
 	out.Evidence = bundleDir
 
-	display, err := d.waitForDisplay(ctx, req.Display, task, lease, req.DisplayWait)
+	// A display is this workstation's: in a shared store, ":0" on two machines is two
+	// displays, so the lease is keyed by the workstation's id (not its host name:
+	// cloned machines share host names).
+	display, err := d.waitForDisplay(ctx, ws.id+"/"+req.Display, task, lease, req.DisplayWait)
 	if err != nil {
 		removeSnapshot(snap) // nothing reached the app
 		return d.abandon(ctx, permit, rec, out, err)

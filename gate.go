@@ -45,10 +45,19 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request})
+	floor, err := c.tokenFloor(ctx)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request, MinToken: floor})
 	var refusal *gate.Refusal
 	if err != nil && !errors.As(err, &refusal) {
 		return ClaimResult{}, err
+	}
+	if res.Granted {
+		if err := c.noteToken(ctx, res.Permit.Token()); err != nil {
+			return ClaimResult{}, err // the grant stays held until its lease ends, nothing crossed
+		}
 	}
 	out := claimResult(req.Task, res)
 	ev := Event{Key: out.Key}

@@ -99,6 +99,7 @@ type Client struct {
 	getenv       func(string) string
 	events       *notifier
 	ws           *workstation // loaded on first use
+	storeIDCache string       // the store's id, read on first use
 }
 
 // Open opens the existing store at location (a SQLite file path, or file:PATH). A

@@ -10,10 +10,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
@@ -159,4 +162,77 @@ func (c *Client) Workstation(ctx context.Context) (WorkstationResult, error) {
 		return WorkstationResult{}, err
 	}
 	return WorkstationResult{Workstation: w.id, PublicKey: encodeKey(w.public()), StateDir: c.stateDir}, nil
+}
+
+// The fencing floor: each workstation remembers, per store, the highest fencing token
+// the store ever granted it (in its state folder, "fencing-STOREID"). A claim names it,
+// and a store whose counter is below it fails closed as rolled back (a restored backup,
+// a promoted asynchronous standby): it may have forgotten crossings.
+
+func (c *Client) floorFile(ctx context.Context) (string, error) {
+	if c.storeIDCache == "" {
+		id, err := c.store.StoreID(ctx)
+		if err != nil {
+			return "", err
+		}
+		c.storeIDCache = id
+	}
+	return filepath.Join(c.stateDir, "fencing-"+c.storeIDCache), nil
+}
+
+// tokenFloor is the highest token this workstation was granted by the store, 0 for none.
+func (c *Client) tokenFloor(ctx context.Context) (uint64, error) {
+	path, err := c.floorFile(ctx)
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: the fencing floor %s: %v", ErrUnavailable, path, err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: the fencing floor %s is damaged: %v", ErrUnavailable, path, err)
+	}
+	return n, nil
+}
+
+// noteToken raises the floor to token (never lowers it), under a lock: processes of
+// one workstation claim at once.
+func (c *Client) noteToken(ctx context.Context, token uint64) error {
+	path, err := c.floorFile(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	if old, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && old >= token {
+		return nil
+	}
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	if _, err := f.WriteAt([]byte(strconv.FormatUint(token, 10)+"\n"), 0); err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	}
+	return nil
 }

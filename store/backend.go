@@ -39,6 +39,8 @@ type Tx interface {
 
 	// NextToken returns a fencing token greater than every token it returned before.
 	NextToken() (uint64, error)
+	// LastToken is the greatest fencing token given out so far (0 for none).
+	LastToken() (uint64, error)
 	InsertAttempt(intent int64, a gate.Attempt, at time.Time) error
 	AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error
 	SetLease(token uint64, expires time.Time) error

@@ -112,7 +112,16 @@ type ClaimRequest struct {
 	// Request, when set, stores the answer with the decision: the same request id
 	// again gets that answer (Replayed), never a second decision.
 	Request RequestRef
+	// MinToken is the highest fencing token this workstation was ever granted by this
+	// store: a store whose counter is below it lost history (a restored backup, a
+	// promoted asynchronous standby) and fails closed, since it may have forgotten
+	// crossings and would hand out their keys again.
+	MinToken uint64
 }
+
+// ErrRolledBack: the store has given out fewer fencing tokens than a workstation
+// already holds: its history was rolled back. It matches ErrUnavailable.
+var ErrRolledBack = fmt.Errorf("%w: the store was rolled back", ErrUnavailable)
 
 // ClaimResult is a claim's answer, granted or refused.
 type ClaimResult struct {
@@ -228,6 +237,15 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	res := ClaimResult{Key: req.Keys[0]}
 	err = s.update(ctx, func(tx Tx) error {
 		res = ClaimResult{Key: req.Keys[0]} // a retried transaction starts over
+		if req.MinToken > 0 {
+			last, err := tx.LastToken()
+			if err != nil {
+				return err
+			}
+			if last < req.MinToken {
+				return fmt.Errorf("%w: its last fencing token is %d, but this workstation was granted %d by it: it lost history (restored from a backup, or a standby promoted before it had every commit) and may hand out keys that were already sent; nothing was claimed: ask whoever runs the store", ErrRolledBack, last, req.MinToken)
+			}
+		}
 		if b, err := replay(tx, req.Request, fp); err != nil || b != nil {
 			if err != nil {
 				return err

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,4 +120,70 @@ func TestSharedStoreSchemaRule(t *testing.T) {
 	if out, _ := cli(t, nil, "--json", "status", "--store", loc, "--key", key); strings.Contains(out, os.Getenv("PGPASSFILE")) && os.Getenv("PGPASSFILE") != "" {
 		t.Fatal("the answer names the password file")
 	}
+}
+
+// TestRolledBackStoreFailsClosed: a store restored from a backup taken before some
+// grants is behind this workstation's fencing floor: every claim fails closed (5) and
+// names the rollback, on SQLite and on PostgreSQL.
+func TestRolledBackStoreFailsClosed(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			loc := newStoreOf(t, kind)
+			claim := func(content, task string) (string, int) {
+				return cli(t, nil, "--json", "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", digest(content), "--task", task)
+			}
+			if out, code := claim("one", "A"); code != 0 {
+				t.Fatalf("claim: %d %s", code, out)
+			}
+			backup, restore := backupOf(t, kind, loc)
+			backup()
+			for _, c := range []string{"two", "three"} {
+				if out, code := claim(c, "B"); code != 0 {
+					t.Fatalf("claim %s: %d %s", c, code, out)
+				}
+			}
+			restore()
+			out, code := claim("four", "C")
+			if code != exitFailClosed || !strings.Contains(out, "rolled back") {
+				t.Fatalf("a claim on the restored store: %d %s; want 5, rolled back", code, out)
+			}
+			// The key "two" was granted before the restore: it must not be granted again.
+			if _, code := claim("two", "D"); code != exitFailClosed {
+				t.Fatalf("a key granted before the restore: exit %d; want 5", code)
+			}
+		})
+	}
+}
+
+// backupOf returns a backup and a restore of a store: its files, or pg_dump/pg_restore.
+func backupOf(t *testing.T, kind, loc string) (backup, restore func()) {
+	t.Helper()
+	dir := t.TempDir()
+	if kind == "sqlite" {
+		files := []string{"", "-wal", "-shm"}
+		return func() {
+				for _, f := range files {
+					if b, err := os.ReadFile(loc + f); err == nil {
+						os.WriteFile(filepath.Join(dir, "copy"+f), b, 0o600)
+					}
+				}
+			}, func() {
+				for _, f := range files {
+					os.Remove(loc + f)
+					if b, err := os.ReadFile(filepath.Join(dir, "copy"+f)); err == nil {
+						os.WriteFile(loc+f, b, 0o600)
+					}
+				}
+			}
+	}
+	bin := os.Getenv("PG_BIN")
+	dump := filepath.Join(dir, "dump")
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	return func() { run("pg_dump", "-Fc", "-n", "sendonce", "-f", dump, "-d", loc) },
+		func() { run("pg_restore", "--clean", "--if-exists", "-d", loc, dump) }
 }

@@ -71,6 +71,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"CrossingGivenOutOnce", testCrossingGivenOutOnce},
 		{"ForgetRequests", testForgetRequests},
 		{"CrossAndResolveRequestIDs", testCrossAndResolveRequestIDs},
+		{"RolledBackStoreFailsClosed", testRolledBack},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -935,4 +936,19 @@ func testCrossAndResolveRequestIDs(t *testing.T, s *store.Store, c *Clock) {
 	req.ObjectID = "stanza-10"
 	_, err = s.Resolve(ctx, req)
 	wantErr(t, "the resolve id with another object", err, store.ErrRequestReused)
+}
+
+// A workstation that was granted token N by this store refuses a store whose counter is
+// below N: it was rolled back.
+func testRolledBack(t *testing.T, s *store.Store, c *Clock) {
+	p := mustClaim(t, s, "A", key(t, "Bob", "one"))
+	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key(t, "Bob", "two")}, Task: "B", MinToken: p.Token()})
+	if err != nil || !res.Granted {
+		t.Fatalf("a claim at the remembered token: %v; want granted", err)
+	}
+	_, err = s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key(t, "Bob", "three")}, Task: "C", MinToken: res.Permit.Token() + 5})
+	if !errors.Is(err, store.ErrRolledBack) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a claim on a store behind the workstation: %v; want rolled back (fail closed)", err)
+	}
+	wantStatus(t, s, gate.StatusFree, key(t, "Bob", "three"))
 }

@@ -157,6 +157,12 @@ func (t *Tx) NextToken() (uint64, error) {
 	return n, err
 }
 
+func (t *Tx) LastToken() (uint64, error) {
+	var n uint64
+	err := t.queryRow("SELECT last FROM token_counter WHERE id = 1").Scan(&n)
+	return n, err
+}
+
 func (t *Tx) InsertAttempt(intent int64, a gate.Attempt, at time.Time) error {
 	_, err := t.exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, Nanos(at), Nanos(a.LeaseExpires))
