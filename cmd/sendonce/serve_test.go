@@ -55,6 +55,7 @@ type svcOptions struct {
 	tcp     bool
 	fixture string   // the recorded fixture deliveries replay (verified-text-file)
 	live    *testBed // deliveries drive the test bed's desktop instead
+	store   string   // an initialized store to serve instead of a new SQLite file
 	agents  int      // tokens agent-1..agent-N (at least 1)
 	extra   []string // more serve flags
 	env     []string // e.g. SENDONCE_TEST_KILL_AFTER=serve_cross
@@ -64,7 +65,9 @@ func startService(t *testing.T, o svcOptions) *svc {
 	t.Helper()
 	dir := t.TempDir()
 	s := &svc{t: t, dir: dir, store: filepath.Join(dir, "sendonce.db"), tokens: filepath.Join(dir, "tokens.json"), agents: map[string]string{}}
-	if r := runSendonce(t, 30*time.Second, nil, "--store", s.store, "init"); r.code != 0 {
+	if o.store != "" {
+		s.store = o.store // made and initialized by the test (a shared store)
+	} else if r := runSendonce(t, 30*time.Second, nil, "--store", s.store, "init"); r.code != 0 {
 		t.Fatalf("init: %v", r)
 	}
 	for i := 1; i <= max(1, o.agents); i++ {

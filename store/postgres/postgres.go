@@ -16,9 +16,11 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -381,10 +383,42 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
+// lostBeforeCommit says whether err is a lost or closed connection found before the
+// transaction's COMMIT was sent: the server rolled it back, so it may run again on a
+// new connection. A failure during COMMIT is not this: it is ambiguous.
+func lostBeforeCommit(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P01" || strings.HasPrefix(pe.Code, "08") // admin shutdown, connection exception
+	}
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+}
+
 // Update implements store.Backend.
 func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return b.retry(ctx, fn, false)
+}
+
+// View implements store.Backend.
+func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
+	return b.retry(ctx, fn, true)
+}
+
+// retry runs a transaction until it is decided: again from the start after a
+// serialization failure or a deadlock (another transaction won a race), and after a
+// connection lost before its COMMIT (a few times: the server rolled it back).
+func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
+	lost := 0
 	for attempt := 0; ; attempt++ {
-		err := b.run(ctx, fn, false)
+		err := b.run(ctx, fn, readOnly)
+		var beforeCommit *notCommitted
+		if errors.As(err, &beforeCommit) {
+			err = beforeCommit.err
+			if lostBeforeCommit(err) && lost < 3 {
+				lost++
+				continue
+			}
+		}
 		if !retryable(err) || attempt >= 50 {
 			return err
 		}
@@ -396,22 +430,12 @@ func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 }
 
-// View implements store.Backend.
-func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		err := b.run(ctx, fn, true)
-		if !retryable(err) || attempt >= 50 {
-			return err
-		}
-	}
-}
-
 func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opt.LockTimeout+5*time.Second)
 	defer cancel()
 	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: b.opt.isolation, ReadOnly: readOnly})
 	if err != nil {
-		return err
+		return &notCommitted{err}
 	}
 	defer tx.Rollback()
 	// Each transaction says what it needs (set_config(..., true) is SET LOCAL), in the
@@ -428,10 +452,19 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 		now = b.opt.clock(now)
 	}
 	if err := fn(&pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL}, pause: b.opt.pause}); err != nil {
+		if lostBeforeCommit(err) {
+			return &notCommitted{err} // the server rolled it back: nothing of it is kept
+		}
 		return err
 	}
 	return tx.Commit()
 }
+
+// notCommitted is an error found before COMMIT was sent.
+type notCommitted struct{ err error }
+
+func (e *notCommitted) Error() string { return e.err.Error() }
+func (e *notCommitted) Unwrap() error { return e.err }
 
 // pgTx is the shared SQL Tx with this package's test points.
 type pgTx struct {
