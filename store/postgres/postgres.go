@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -296,8 +297,9 @@ func migrations() [][]string {
 	bound_at  BIGINT NOT NULL
 )`,
 		`CREATE INDEX keys_intent ON keys(intent_id)`,
-		`CREATE TABLE token_counter (id INT PRIMARY KEY CHECK (id = 1), last BIGINT NOT NULL)`,
-		`INSERT INTO token_counter VALUES (1, 0)`,
+		// Fencing tokens come from a sequence: it only increases, and unlike a counter row
+		// it never makes two concurrent claims conflict.
+		`CREATE SEQUENCE fencing_tokens AS BIGINT MINVALUE 1 NO CYCLE`,
 		`CREATE TABLE attempts (
 	token            BIGINT PRIMARY KEY,
 	intent_id        BIGINT NOT NULL REFERENCES intents(id),
@@ -340,12 +342,6 @@ func migrations() [][]string {
 BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$`,
 		`CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
 	FOR EACH STATEMENT EXECUTE FUNCTION refuse_change('the event log is append-only')`,
-		`CREATE FUNCTION tokens_only_increase() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF NEW.last <= OLD.last THEN RAISE EXCEPTION 'fencing tokens only increase'; END IF;
-	RETURN NEW;
-END $$`,
-		`CREATE TRIGGER tokens_only_increase BEFORE UPDATE ON token_counter FOR EACH ROW EXECUTE FUNCTION tokens_only_increase()`,
 		`CREATE TABLE display_leases (
 	display          TEXT PRIMARY KEY,
 	task             TEXT NOT NULL,
@@ -422,10 +418,13 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 		if !retryable(err) || attempt >= 50 {
 			return err
 		}
+		// Back off for a random time that grows with each try, so that the losers of a
+		// race do not meet again at once.
+		wait := time.Duration(mathrand.Int64N(int64(time.Millisecond) << min(attempt, 7)))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -470,6 +469,20 @@ func (e *notCommitted) Unwrap() error { return e.err }
 type pgTx struct {
 	sqltx.Tx
 	pause func(string)
+}
+
+// NextToken takes the next fencing token from the sequence.
+func (t *pgTx) NextToken() (uint64, error) {
+	var n uint64
+	err := t.SQL.QueryRow("SELECT nextval('fencing_tokens')").Scan(&n)
+	return n, err
+}
+
+// LastToken is the sequence's last value (0 before the first token).
+func (t *pgTx) LastToken() (uint64, error) {
+	var n uint64
+	err := t.SQL.QueryRow("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_tokens").Scan(&n)
+	return n, err
 }
 
 func (t *pgTx) IntentsOf(keys []string) (map[string]int64, error) {

@@ -25,7 +25,7 @@ import (
 // password; PGPASSFILE holds it). scripts/test starts a throwaway cluster with
 // testbed/postgres and sets both. Without one the tests fail: they never skip.
 
-func serverURL(t *testing.T) string {
+func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("SENDONCE_TEST_POSTGRES")
 	if u == "" {
@@ -35,7 +35,9 @@ func serverURL(t *testing.T) string {
 }
 
 // newDatabase makes an empty database for one test and returns its URL.
-func newDatabase(t *testing.T) string {
+func newDatabase(t *testing.T) string { return newDatabaseTB(t) }
+
+func newDatabaseTB(t testing.TB) string {
 	t.Helper()
 	base := serverURL(t)
 	admin, err := sql.Open("pgx", base)

@@ -1,0 +1,83 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+)
+
+// BenchmarkClaims: durable claims of distinct new keys by 1, 8, 32 and 64 concurrent
+// clients (each with its own connection pool, as workstations are), reporting claims
+// per second and the p99. scripts/bench-postgres runs pgbench beside it, with the same
+// client counts, on the same server, in the same run.
+func BenchmarkClaims(b *testing.B) {
+	for _, clients := range []int{1, 8, 32, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			u := benchDatabase(b)
+			ctx := context.Background()
+			init, err := Create(ctx, u, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			init.Close()
+			stores := make([]*store.Store, clients)
+			for i := range stores {
+				be, err := Open(ctx, u, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				be.db.SetMaxOpenConns(1)
+				stores[i] = store.New(be)
+				defer stores[i].Close()
+			}
+			id, _ := gate.Title("Bob")
+			var mu sync.Mutex
+			var lat []time.Duration
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			per := b.N/clients + 1
+			for c := 0; c < clients; c++ {
+				wg.Add(1)
+				go func(c int) {
+					defer wg.Done()
+					mine := make([]time.Duration, 0, per)
+					for i := 0; i < per; i++ {
+						k := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprintf("bench %d %d %d", clients, c, i))))
+						t0 := time.Now()
+						res, err := stores[c].Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: fmt.Sprint("w", c)})
+						if err != nil || !res.Granted {
+							b.Errorf("claim: %v", err)
+							return
+						}
+						mine = append(mine, time.Since(t0))
+					}
+					mu.Lock()
+					lat = append(lat, mine...)
+					mu.Unlock()
+				}(c)
+			}
+			wg.Wait()
+			took := time.Since(start)
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(len(lat))/took.Seconds(), "claims/s")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// benchDatabase is newDatabase for a benchmark.
+func benchDatabase(b *testing.B) string {
+	if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
+		b.Fatal("no PostgreSQL: testbed/postgres up, and its state.env exported")
+	}
+	return newDatabaseTB(b)
+}
