@@ -401,10 +401,12 @@ func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // retry runs a transaction until it is decided: again from the start after a
-// serialization failure or a deadlock (another transaction won a race), and after a
-// connection lost before its COMMIT (a few times: the server rolled it back).
+// serialization failure or a deadlock (another transaction won a race), for at most the
+// lock timeout, and after a connection lost before its COMMIT (a few times: the server
+// rolled it back).
 func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
 	lost := 0
+	until := time.Now().Add(b.opt.LockTimeout) // races are retried for as long as a lock is waited for
 	for attempt := 0; ; attempt++ {
 		err := b.run(ctx, fn, readOnly)
 		var beforeCommit *notCommitted
@@ -415,7 +417,7 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 				continue
 			}
 		}
-		if !retryable(err) || attempt >= 50 {
+		if !retryable(err) || time.Now().After(until) {
 			return err
 		}
 		// Back off for a random time that grows with each try, so that the losers of a
