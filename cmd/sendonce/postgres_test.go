@@ -1,9 +1,7 @@
 package main
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to make and drop test databases
+	"github.com/sendonce/sendonce/store/postgres/pgtest"
 )
 
 // The tests that run on SQLite run on PostgreSQL too, from the same code: each takes its
@@ -41,33 +39,7 @@ func newStoreOf(t *testing.T, kind string) string {
 
 // newPostgresDatabase makes an empty database, dropped when the test ends, and returns
 // its URL (no password: PGPASSFILE).
-func newPostgresDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("SENDONCE_TEST_POSTGRES")
-	if base == "" {
-		t.Fatal("no PostgreSQL for the shared-store runs: `set -a; . \"$(PG_DIR=/tmp/pg testbed/postgres up >/dev/null; echo /tmp/pg/state.env)\"; set +a` (scripts/test does this)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var b [6]byte
-	rand.Read(b[:])
-	name := "sendonce_cmd_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("creating a test database: %v", err)
-	}
-	t.Cleanup(func() {
-		if a, err := sql.Open("pgx", base); err == nil {
-			a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-			a.Close()
-		}
-	})
-	u, _ := url.Parse(base)
-	u.Path = "/" + name
-	return u.String()
-}
+func newPostgresDatabase(t *testing.T) string { return pgtest.Database(t) }
 
 // corruptPostgres makes a shared store unreadable: its schema is renamed away.
 func corruptPostgres(loc string) error {

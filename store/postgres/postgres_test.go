@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"net/url"
 	"os"
@@ -14,10 +12,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/postgres/pgtest"
 	"github.com/sendonce/sendonce/store/storetest"
 )
 
@@ -25,45 +23,11 @@ import (
 // password; PGPASSFILE holds it). scripts/test starts a throwaway cluster with
 // testbed/postgres and sets both. Without one the tests fail: they never skip.
 
-func serverURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("SENDONCE_TEST_POSTGRES")
-	if u == "" {
-		t.Fatal("no PostgreSQL: run `eval \"$(testbed/postgres up)\"` and export PGPASSFILE and SENDONCE_TEST_POSTGRES (scripts/test does)")
-	}
-	return u
-}
-
 // newDatabase makes an empty database for one test and returns its URL.
-func newDatabase(t *testing.T) string { return newDatabaseTB(t) }
+func newDatabase(t *testing.T) string { return pgtest.Database(t) }
 
-func newDatabaseTB(t testing.TB) string {
-	t.Helper()
-	base := serverURL(t)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var b [6]byte
-	rand.Read(b[:])
-	name := "sendonce_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("creating a test database: %v", err)
-	}
-	t.Cleanup(func() {
-		a, err := sql.Open("pgx", base)
-		if err == nil {
-			a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-			a.Close()
-		}
-	})
-	u, _ := url.Parse(base)
-	u.Path = "/" + name
-	return u.String()
-}
+func newDatabaseTB(t testing.TB) string { return pgtest.Database(t) }
 
-var _ = stdlib.GetDefaultDriver // registers "pgx" with database/sql
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
