@@ -94,7 +94,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return DeliveryResult{}, err
 	}
 	defer in.closeFile()
-	in.staging.prune(time.Now())
+	in.staging.prune(c.clock())
 	staged, err := in.staging.stage(in.file, in.name, in.profile.UploadLimitBytes)
 	if err != nil {
 		return DeliveryResult{}, err
@@ -206,7 +206,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
 		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(), Workstation: ws.id,
 		Profile: &evidence.ProfileUse{Source: in.profile.Source, Text: in.profile.Text}}
-	rec, err := evidence.Create(bundleDir, m, nil)
+	rec, err := evidence.Create(bundleDir, m, clockFunc(c.clock))
 	if err != nil {
 		removeSnapshot(snap)
 		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: evidence bundle: %v", store.ErrUnavailable, err))
@@ -230,7 +230,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	guarded := driver.Guarded{Driver: drv, Guard: func(ctx context.Context) error { return c.store.CheckDisplay(ctx, display) }}
 	runner := &driver.Runner{
 		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
-		Profile: in.profile, Killpoint: d.after,
+		Profile: in.profile, Killpoint: d.after, Clock: c.clock,
 		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
 		Progress: func(format string, args ...any) {
 			e := Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...), Key: out.Key, DispatchID: dispatch}
@@ -410,6 +410,11 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	return ""
 }
 
+// clockFunc is a func as evidence's Clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
+
 // startedBefore refuses a replayed grant: the delivery this request id started before
 // (in a process that may have died after crossing) is never started again. The
 // refusal carries the key's status now: held while that attempt's lease runs, consumed
@@ -541,13 +546,14 @@ func (d *Deliverer) dryRun(ctx context.Context, r *driver.Runner, rec *evidence.
 }
 
 func (d *Deliverer) waitForDisplay(ctx context.Context, display, task string, lease, wait time.Duration) (*store.DisplayLease, error) {
-	deadline := time.Now().Add(wait)
+	now := d.Client.clock
+	deadline := now().Add(wait)
 	for {
 		l, err := d.Client.store.AcquireDisplay(ctx, display, task, lease)
 		if err == nil {
 			return l, nil
 		}
-		if !errors.Is(err, gate.ErrHeld) || time.Now().After(deadline) {
+		if !errors.Is(err, gate.ErrHeld) || now().After(deadline) {
 			return nil, err
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -148,5 +149,39 @@ func TestCmdGoesThroughTheLibrary(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestOneWallClock: the library reads the wall clock only through internal/clock (the
+// workstation's one clock, which Options.Clock replaces): no time.Now, time.Since or
+// time.Until anywhere else outside tests, the command and the test infrastructure.
+func TestOneWallClock(t *testing.T) {
+	allowed := map[string]bool{"internal/clock": true}
+	skip := []string{"cmd/", "testbed/", "scenarios/"}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || allowed[filepath.Dir(path)] {
+			return err
+		}
+		for _, p := range skip {
+			if strings.HasPrefix(path, p) {
+				return nil
+			}
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "time" && (sel.Sel.Name == "Now" || sel.Sel.Name == "Since" || sel.Sel.Name == "Until") {
+					t.Errorf("%s reads the wall clock with time.%s: use the workstation's clock (internal/clock, Options.Clock)", path, sel.Sel.Name)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

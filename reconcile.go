@@ -97,7 +97,7 @@ func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provide
 	switch v.Answer.Result {
 	case provider.Absent:
 		r.Result, r.Detail = "absent", v.Answer.Detail
-		if err := c.store.NoteAbsence(ctx, a.DispatchID, ns, v.Answer.Authoritative, time.Now(), v.Answer.Detail); err != nil {
+		if err := c.store.NoteAbsence(ctx, a.DispatchID, ns, v.Answer.Authoritative, c.clock(), v.Answer.Detail); err != nil {
 			r.Detail += "; recording it failed: " + err.Error()
 		}
 		return r

@@ -34,6 +34,7 @@ import (
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/registry"
 )
@@ -83,6 +84,13 @@ type Options struct {
 	// StateDir is where this workstation keeps its id and the key that seals its
 	// evidence bundles (WorkstationKeyFile, 0600). Default: the store's folder.
 	StateDir string
+	// Clock is the workstation's wall clock; time.Now when nil. (Leases are measured by
+	// the store's clock: a shared store's is the database's.)
+	Clock func() time.Time
+	// LeasesOnClock makes a shared store take its times from Clock instead of the
+	// database's. Only a test's control sets it: workstations whose clocks disagree then
+	// no longer fence each other.
+	LeasesOnClock bool
 	// Hook receives progress and warnings. It is called from a goroutine of the
 	// Client's, through a buffer: a slow hook loses events and never delays a delivery.
 	Hook Hook
@@ -100,13 +108,14 @@ type Client struct {
 	events       *notifier
 	ws           *workstation // loaded on first use
 	storeIDCache string       // the store's id, read on first use
+	clock        func() time.Time
 }
 
 // Open opens the existing store at location (a SQLite file path, or file:PATH). A
 // missing store is ErrNotInitialized; one that cannot be opened is ErrUnavailable; a
 // location that cannot be parsed is ErrInvalid.
 func Open(ctx context.Context, location string, opt Options) (*Client, error) {
-	o, err := registry.Open(ctx, location, registry.Options{LockTimeout: opt.LockTimeout})
+	o, err := registry.Open(ctx, location, registryOptions(opt))
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +148,7 @@ type AuthorizerKey struct {
 // change). It is the only function that creates a store, and the only one that
 // migrates a schema (with Upgrade); every other use of an older store fails closed.
 func Init(ctx context.Context, location string, req InitRequest, opt Options) (InitResult, error) {
-	o, err := registry.Create(ctx, location, registry.Options{LockTimeout: opt.LockTimeout}, req.Upgrade)
+	o, err := registry.Create(ctx, location, registryOptions(opt), req.Upgrade)
 	if err != nil {
 		return InitResult{}, err
 	}
@@ -174,6 +183,10 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 // authorizer statements name it.
 func (c *Client) StoreID(ctx context.Context) (string, error) { return c.store.StoreID(ctx) }
 
+func registryOptions(opt Options) registry.Options {
+	return registry.Options{LockTimeout: opt.LockTimeout, Clock: opt.Clock, LeasesOnClock: opt.LeasesOnClock}
+}
+
 // SharedStore says whether a location names a store that several workstations share
 // (PostgreSQL): it has no folder on this workstation, so Options.StateDir is required.
 func SharedStore(location string) bool {
@@ -205,7 +218,8 @@ func newClient(o registry.Opened, opt Options, state, evidence string) *Client {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv, events: newNotifier(opt.Hook)}
+	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv,
+		events: newNotifier(opt.Hook), clock: clock.Or(opt.Clock)}
 }
 
 // Close closes the store.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/vision"
 )
@@ -46,12 +47,16 @@ type Runner struct {
 	// Killpoint is a test hook called after named moments: picker_opened,
 	// file_chosen, send_pressed, looking. May be nil.
 	Killpoint func(name string)
+	// Clock is the workstation's wall clock (time.Now when nil): step times and waits.
+	Clock func() time.Time
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
 	pressed bool // the submit step began: what follows runs even after a cancel
 	stepSeq int  // the record number of the step being acted on
 }
+
+func (r *Runner) now() time.Time { return clock.Or(r.Clock)() }
 
 // ErrStopped: the delivery stopped before crossing any boundary; nothing was sent.
 var ErrStopped = errors.New("stopped before any boundary")
@@ -375,7 +380,7 @@ func matcher(s Step) func(got, want string) bool {
 // act performs a step and records its result: the after frame, what OCR found, the
 // clicks sent and any error.
 func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
-	start := time.Now()
+	start := r.now()
 	res := evidence.Record{Kind: evidence.KindResult, Step: stepSeq}
 	err := r.perform(ctx, s, &res)
 	if err != nil {
@@ -389,7 +394,7 @@ func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
 	if err != nil {
 		status = "failed: " + err.Error()
 	}
-	r.progress("%-10s %-32s %s (%.1fs)", s.Class, s.Name, status, time.Since(start).Seconds())
+	r.progress("%-10s %-32s %s (%.1fs)", s.Class, s.Name, status, r.now().Sub(start).Seconds())
 	return err
 }
 
@@ -526,7 +531,7 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (r *Runner) waitGone(ctx context.Context, s Step) error {
-	deadline := time.Now().Add(r.timeout(s))
+	deadline := r.now().Add(r.timeout(s))
 	region, err := r.region(ctx, s)
 	if err != nil {
 		return err
@@ -539,7 +544,7 @@ func (r *Runner) waitGone(ctx context.Context, s Step) error {
 		if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if r.now().After(deadline) {
 			return fmt.Errorf("%w: %q still shows after %v", vision.ErrNotFound, s.Text, r.timeout(s))
 		}
 		sleep(ctx, 200*time.Millisecond)
@@ -562,7 +567,7 @@ func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool,
 // waitWindow waits for a window to be there (and to hold still at the same place for
 // two looks), or to be gone.
 func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+	deadline := r.now().Add(timeout)
 	var last *image.Rectangle
 	for {
 		w, ok, err := r.windowTitled(ctx, prefix)
@@ -580,7 +585,7 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 		} else {
 			last = nil
 		}
-		if time.Now().After(deadline) {
+		if r.now().After(deadline) {
 			if present {
 				return fmt.Errorf("no window titled %q appeared within %v", prefix, timeout)
 			}
@@ -598,7 +603,7 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 	region := r.Profile.Title.Region.In(r.window.Bounds)
 	var got string
 	var look vision.Look
-	deadline := time.Now().Add(4 * time.Second)
+	deadline := r.now().Add(4 * time.Second)
 	for agreed := 0; agreed < 2; {
 		text, l, err := r.readTitle(ctx)
 		if err != nil {
@@ -610,7 +615,7 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 			agreed = 0
 		}
 		got, look = text, l
-		if agreed < 2 && time.Now().After(deadline) {
+		if agreed < 2 && r.now().After(deadline) {
 			break
 		}
 		if agreed < 2 {
@@ -793,7 +798,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 	if c := r.confirm(); c != nil {
 		settle = c.Settle.Duration
 	}
-	start := time.Now()
+	start := r.now()
 	var last *chatRead
 	held := false
 	for !held {
@@ -811,7 +816,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 				}
 			}
 		}
-		if held || time.Since(start) > timeout || ctx.Err() != nil {
+		if held || r.now().Sub(start) > timeout || ctx.Err() != nil {
 			break
 		}
 		sleep(ctx, 300*time.Millisecond)
@@ -821,7 +826,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 	if last != nil {
 		err, n = r.recordChat(*last), len(last.Items)
 	}
-	r.progress("%-10s %-32s %d item(s) named %s, %d before, held %v (%.1fs)", "safe", "look for the sent item", n, r.Vars.FileName, len(before), held, time.Since(start).Seconds())
+	r.progress("%-10s %-32s %d item(s) named %s, %d before, held %v (%.1fs)", "safe", "look for the sent item", n, r.Vars.FileName, len(before), held, r.now().Sub(start).Seconds())
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/clock"
 	"image"
 	"image/png"
 	"os"
@@ -23,7 +24,7 @@ type Clock interface {
 
 type systemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return clock.System() }
 
 // SystemClock is the real clock.
 func SystemClock() Clock { return systemClock{} }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/clock"
 	"io"
 	"net"
 	"net/http"
@@ -169,7 +170,7 @@ func (c *Client) Do(ctx context.Context, method, path, key string, in, out any) 
 // is asked again with the same key, never with a new one, for at most RetryFor.
 func (c *Client) post(ctx context.Context, path string, in, out any) (int, http.Header, error) {
 	key := NewKey()
-	until := time.Now().Add(RetryFor)
+	until := clock.System().Add(RetryFor)
 	for {
 		code, h, err := c.Do(ctx, http.MethodPost, path, key, in, out)
 		var pe *ProblemError
@@ -177,7 +178,7 @@ func (c *Client) post(ctx context.Context, path string, in, out any) (int, http.
 		if errors.As(err, &pe) && pe.Problem.Kind == "in_progress" {
 			retry = true
 		}
-		if retry && time.Now().After(until) {
+		if retry && clock.System().After(until) {
 			return code, h, fmt.Errorf("%w: no answer from the service for %v (the request may have been decided: ask status, or retry with the same request): %v", sendonce.ErrUnavailable, RetryFor, err)
 		}
 		if !retry {

@@ -93,7 +93,7 @@ func (s *Server) deliver(c *call) reply {
 	go func() {
 		defer s.inFlight.Done()
 		defer cleanup()
-		start := time.Now()
+		start := s.cfg.Now()
 		// Not the request's context: a client that goes away, or a shutdown, never
 		// stops a delivery between a crossing and its act; the Deliverer records an
 		// outcome on every way out.
@@ -108,7 +108,7 @@ func (s *Server) deliver(c *call) reply {
 				rep.retryAfter = s.holderRetry(ctx, res.Key)
 			}
 		}
-		s.metrics.deliveryEnded(res.Outcome, time.Since(start))
+		s.metrics.deliveryEnded(res.Outcome, s.cfg.Now().Sub(start))
 		s.mu.Lock()
 		d.rep, d.at = rep, s.cfg.Now()
 		close(d.done)

@@ -54,7 +54,7 @@ func (s *Server) post(path string, h func(*call) reply) { s.postKeyed(path, h, t
 // cross gets the store's refusal (crossed, replayed), never the stored success.
 func (s *Server) postKeyed(path string, h func(*call) reply, replay bool) {
 	s.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := s.cfg.Now()
 		c, fail := s.admit(w, r)
 		if fail != nil {
 			s.logged(r, start, *fail, c.agent, false)

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/clock"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.DeliveryWait = 30 * time.Second
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.System
 	}
 	doc, err := OpenAPI()
 	if err != nil {
@@ -223,7 +224,7 @@ func ok(body any) reply { return reply{status: http.StatusOK, body: body} }
 // route adds a GET endpoint: authenticated, guarded, logged.
 func (s *Server) route(pattern string, h func(*call) reply) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := s.cfg.Now()
 		c, fail := s.admit(w, r)
 		if fail != nil {
 			s.logged(r, start, *fail, c.agent, false)
@@ -238,7 +239,7 @@ func (s *Server) route(pattern string, h func(*call) reply) {
 func (s *Server) logged(r *http.Request, start time.Time, rep reply, agent string, replayed bool) {
 	s.metrics.request(rep.status, rep.kind, replayed)
 	if s.cfg.AccessLog != nil {
-		s.cfg.AccessLog(AccessEntry{Method: r.Method, Path: r.URL.Path, Status: rep.status, Agent: agent, Kind: rep.kind, Replayed: replayed, Duration: time.Since(start)})
+		s.cfg.AccessLog(AccessEntry{Method: r.Method, Path: r.URL.Path, Status: rep.status, Agent: agent, Kind: rep.kind, Replayed: replayed, Duration: s.cfg.Now().Sub(start)})
 	}
 }
 

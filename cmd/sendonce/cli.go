@@ -316,7 +316,9 @@ func (env *environment) options() sendonce.Options {
 	if loc, _ := env.storeLocation(); state == "" && sendonce.SharedStore(loc) {
 		state = env.stateDir("") // a shared store has no folder here: the user's state folder
 	}
-	return sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
+	o := sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
+	env.testClock(&o)
+	return o
 }
 
 // open opens the existing store; a missing one fails closed.

@@ -221,3 +221,42 @@ func TestSharedStoreFaults(t *testing.T) {
 		t.Fatalf("a claim with the database unreachable: %v; want 5", r)
 	}
 }
+
+// TestSharedStoreClockSkew: two workstations whose clocks are 20 minutes apart (shifted
+// by −10 and +10 minutes) share a store. Leases are measured by the database's clock, so
+// the fast one is refused while the slow one's lease lives, takes over only after it,
+// and the slow one is then fenced. The control, with leases measured by each
+// workstation's own clock, lets the fast one take a live lease: the test can fail.
+func TestSharedStoreClockSkew(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		onClock      bool
+		wantTakeover int // the fast workstation's claim while the slow one's lease lives
+	}{{"database clock", false, exitHeld}, {"workstation clocks (control)", true, exitOK}} {
+		t.Run(tc.name, func(t *testing.T) {
+			loc := newStoreOf(t, "postgres")
+			slow, fast := []string{"SENDONCE_TEST_CLOCK_SHIFT=-10m"}, []string{"SENDONCE_TEST_CLOCK_SHIFT=10m"}
+			if tc.onClock {
+				slow, fast = append(slow, "SENDONCE_TEST_LEASES_ON_CLOCK=1"), append(fast, "SENDONCE_TEST_LEASES_ON_CLOCK=1")
+			}
+			sha, key := digest("skewed"), titleKey("skewed")
+			if out, code := cli(t, slow, "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", sha, "--task", "slow", "--lease", "2s"); code != 0 {
+				t.Fatalf("the slow workstation's claim: %d %s", code, out)
+			}
+			out, code := cli(t, fast, "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", sha, "--task", "fast")
+			if code != tc.wantTakeover {
+				t.Fatalf("the fast workstation's claim during the lease: exit %d (%s); want %d", code, out, tc.wantTakeover)
+			}
+			if tc.onClock {
+				return
+			}
+			time.Sleep(2200 * time.Millisecond) // the lease runs out on the database's clock: semantics, not speed
+			if out, code := cli(t, fast, "gate", "claim", "--store", loc, "--to", "Bob", "--sha256", sha, "--task", "fast"); code != 0 {
+				t.Fatalf("the fast workstation after the lease: %d %s; want the takeover", code, out)
+			}
+			if out, code := cli(t, slow, "gate", "cross", "--store", loc, "--key", key, "--task", "slow", "--token", "1", "--boundary", "send"); code != exitStale {
+				t.Fatalf("the slow workstation's cross after the takeover: %d %s; want 6 (fenced)", code, out)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/scenarios"
 )
@@ -116,4 +117,14 @@ func cmdScenarioHistory(ctx context.Context, env *environment, args []string) er
 		return exitError{1, fmt.Errorf("%d violation(s)", len(rep.Violations))}
 	}
 	return nil
+}
+
+// testClock shifts this process's wall clock by SENDONCE_TEST_CLOCK_SHIFT (e.g. -10m),
+// as a workstation whose clock is wrong; SENDONCE_TEST_LEASES_ON_CLOCK=1 makes a shared
+// store measure leases by it too (the clock-skew test's control).
+func (env *environment) testClock(o *sendonce.Options) {
+	if d, err := time.ParseDuration(env.getenv("SENDONCE_TEST_CLOCK_SHIFT")); err == nil && d != 0 {
+		o.Clock = func() time.Time { return time.Now().Add(d) }
+	}
+	o.LeasesOnClock = env.getenv("SENDONCE_TEST_LEASES_ON_CLOCK") == "1"
 }

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/clock"
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
@@ -43,6 +44,11 @@ type Options struct {
 	// LockTimeout bounds each wait for a lock, and each transaction's connection to the
 	// database: past it the store fails closed. Default 10s.
 	LockTimeout time.Duration
+
+	// WorkstationClock, when set, replaces the database's clock with this workstation's:
+	// only the clock-skew test's control sets it (through a test build), to show that
+	// workstations whose clocks disagree then stop fencing each other.
+	WorkstationClock func() time.Time
 
 	// The seams below are set by this package's tests only.
 
@@ -406,7 +412,7 @@ func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
 // rolled it back).
 func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
 	lost := 0
-	until := time.Now().Add(b.opt.LockTimeout) // races are retried for as long as a lock is waited for
+	until := clock.System().Add(b.opt.LockTimeout) // races are retried for as long as a lock is waited for
 	for attempt := 0; ; attempt++ {
 		err := b.run(ctx, fn, readOnly)
 		var beforeCommit *notCommitted
@@ -417,7 +423,7 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 				continue
 			}
 		}
-		if !retryable(err) || time.Now().After(until) {
+		if !retryable(err) || clock.System().After(until) {
 			return err
 		}
 		// Back off for a random time that grows with each try, so that the losers of a
@@ -451,6 +457,9 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 	now = now.UTC()
 	if b.opt.clock != nil {
 		now = b.opt.clock(now)
+	}
+	if b.opt.WorkstationClock != nil {
+		now = b.opt.WorkstationClock().UTC()
 	}
 	if err := fn(&pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL}, pause: b.opt.pause}); err != nil {
 		if lostBeforeCommit(err) {

@@ -28,7 +28,6 @@ func newDatabase(t *testing.T) string { return pgtest.Database(t) }
 
 func newDatabaseTB(t testing.TB) string { return pgtest.Database(t) }
 
-
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
 		b, err := Create(context.Background(), newDatabase(t), Options{LockTimeout: 5 * time.Second, clock: func(time.Time) time.Time { return c.Now() }})

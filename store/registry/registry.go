@@ -38,6 +38,23 @@ type Options struct {
 	// LockTimeout is how long to wait for another process's transaction before failing
 	// closed; the backend's default when zero.
 	LockTimeout time.Duration
+	// Clock is the workstation's clock: a SQLite store's one clock. A shared store keeps
+	// the database's, unless LeasesOnClock (a test's control: it must break fencing
+	// between workstations whose clocks disagree).
+	Clock         func() time.Time
+	LeasesOnClock bool
+}
+
+func (o Options) sqlite() sqlite.Options {
+	return sqlite.Options{LockTimeout: o.LockTimeout, Clock: o.Clock}
+}
+
+func (o Options) postgres() postgres.Options {
+	p := postgres.Options{LockTimeout: o.LockTimeout}
+	if o.LeasesOnClock && o.Clock != nil {
+		p.WorkstationClock = o.Clock
+	}
+	return p
 }
 
 // Location is a parsed store location.
@@ -121,7 +138,7 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 		return Opened{}, err
 	}
 	if l.Backend == "postgres" {
-		b, err := postgres.Open(ctx, l.URL, postgres.Options{LockTimeout: opt.LockTimeout})
+		b, err := postgres.Open(ctx, l.URL, opt.postgres())
 		if err != nil {
 			return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
@@ -130,7 +147,7 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 	if l.Path, err = checkFile(l.Path); err != nil {
 		return Opened{}, err
 	}
-	b, err := sqlite.Open(ctx, l.Path, sqlite.Options{LockTimeout: opt.LockTimeout})
+	b, err := sqlite.Open(ctx, l.Path, opt.sqlite())
 	if err != nil {
 		return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
@@ -185,7 +202,7 @@ func Create(ctx context.Context, loc string, opt Options, upgrade bool) (Initial
 		return Initialized{}, fmt.Errorf("%w: the store's folder is refused: %v", store.ErrUnavailable, err)
 	}
 	l.Path = filepath.Join(real, filepath.Base(l.Path)) // no name is looked up again through a link
-	sopt := sqlite.Options{LockTimeout: opt.LockTimeout}
+	sopt := opt.sqlite()
 	if _, err := os.Lstat(l.Path); os.IsNotExist(err) {
 		b, err := sqlite.Create(ctx, l.Path, sopt)
 		if err != nil {
@@ -228,7 +245,7 @@ func absPath(p string) string {
 // createShared makes (or upgrades, with upgrade) the sendonce schema in a PostgreSQL
 // database, under the schema's lock.
 func createShared(ctx context.Context, l Location, opt Options, upgrade bool) (Initialized, error) {
-	popt := postgres.Options{LockTimeout: opt.LockTimeout}
+	popt := opt.postgres()
 	b, err := postgres.Create(ctx, l.URL, popt)
 	switch {
 	case err == nil:

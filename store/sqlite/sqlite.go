@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	sysclock "github.com/sendonce/sendonce/internal/clock"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -138,7 +139,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 	db.SetMaxOpenConns(1) // one connection: transactions in this process queue here, not in SQLite
 	clock := opt.Clock
 	if clock == nil {
-		clock = time.Now
+		clock = sysclock.System
 	}
 	return &Backend{db: db, clock: clock, path: abs}, nil
 }
