@@ -10,7 +10,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -200,39 +199,47 @@ func (c *Client) tokenFloor(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// noteToken raises the floor to token (never lowers it), under a lock: processes of
-// one workstation claim at once.
+// noteToken raises the floor to token (never lowers it). Processes of one workstation
+// claim at once: the read-compare-write runs under an exclusive lock on a file beside
+// it, and the value is replaced by a rename, so a reader never sees half a number.
 func (c *Client) noteToken(ctx context.Context, token uint64) error {
 	path, err := c.floorFile(ctx)
 	if err != nil {
 		return err
 	}
+	fail := func(err error) error { return fmt.Errorf("%w: the fencing floor %s: %v", ErrUnavailable, path, err) }
 	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fail(err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+		return fail(err)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fail(err)
 	}
-	b, err := io.ReadAll(f)
+	if old, err := c.tokenFloor(ctx); err != nil || old >= token {
+		return err
+	}
+	tmp, err := os.CreateTemp(c.stateDir, ".fencing-*")
 	if err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+		return fail(err)
 	}
-	if old, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && old >= token {
-		return nil
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(strconv.FormatUint(token, 10) + "\n"); err != nil {
+		tmp.Close()
+		return fail(err)
 	}
-	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fail(err)
 	}
-	if _, err := f.WriteAt([]byte(strconv.FormatUint(token, 10)+"\n"), 0); err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	if err := tmp.Close(); err != nil {
+		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%w: the fencing floor: %v", ErrUnavailable, err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fail(err)
 	}
 	return nil
 }
