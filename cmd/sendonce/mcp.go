@@ -39,6 +39,15 @@ func (f *mcpFlags) register(fs *flag.FlagSet, env *environment, providerUsage st
 	}
 }
 
+// flagsDeliverer is the Deliverer the delivery flags choose: a replayed fixture (whose
+// display is ":replay" unless named) or the live desktop.
+func (env *environment) flagsDeliverer(c *sendonce.Client, f *mcpFlags) (*sendonce.Deliverer, func(), error) {
+	if f.replay != "" && f.display == "" {
+		f.display = ":replay"
+	}
+	return env.mcpDeliverer(c, f.replay)
+}
+
 // dirList is a repeatable --allow-dir.
 type dirList []string
 
@@ -79,10 +88,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer c.Close()
-	if f.replay != "" && f.display == "" {
-		f.display = ":replay"
-	}
-	d, closeDesktop, err := env.mcpDeliverer(c, f.replay)
+	d, closeDesktop, err := env.flagsDeliverer(c, &f)
 	if err != nil {
 		return err
 	}

@@ -69,10 +69,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.replay != "" && f.display == "" {
-		f.display = ":replay"
-	}
-	d, closeDesktop, err := env.mcpDeliverer(c, f.replay)
+	d, closeDesktop, err := env.flagsDeliverer(c, &f)
 	if err != nil {
 		return err
 	}
