@@ -344,7 +344,7 @@ type ClaimBody struct {
 	Content []byte `json:"content,omitempty" jsonschema:"the bytes to be delivered, base64; or give sha256"`
 	SHA256  string `json:"sha256,omitempty" jsonschema:"the SHA-256 of the bytes, hex, instead of content"`
 	Task    string `json:"task" jsonschema:"the sub-task claiming (the service records TOKEN-NAME/SUBTASK)"`
-	Lease   int    `json:"lease_seconds,omitempty" jsonschema:"the lease in seconds (default 120)"`
+	Lease   int    `json:"lease_seconds,omitempty" jsonschema:"the lease in seconds (default 300)"`
 }
 
 // PermitBody names a granted claim.
