@@ -37,7 +37,7 @@ import (
 )
 
 // SchemaVersion is the newest PostgreSQL schema this program knows.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Options tune a backend. The zero value is what the CLI uses.
 type Options struct {
@@ -59,8 +59,6 @@ type Options struct {
 	isolation sql.IsolationLevel
 	// pause is called at named points of a transaction (after_intents_of).
 	pause func(point string)
-	// upTo stops a Create at an older schema: the upgrade tests' old store.
-	upTo int
 }
 
 // Backend is a PostgreSQL store.Backend.
@@ -245,11 +243,8 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 	case v > 0 && create:
 		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.display, v, SchemaVersion, store.ErrUpgradeNeeded)
 	}
-	ms, target := migrations(), SchemaVersion
-	if b.opt.upTo > 0 {
-		target = b.opt.upTo
-	}
-	for ; v < target; v++ {
+	ms := migrations()
+	for ; v < SchemaVersion; v++ {
 		if v > 0 || b.foundVersion > 0 {
 			if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', 'sendonce', true)"); err != nil {
 				return err
@@ -276,7 +271,7 @@ func (b *Backend) migrate(ctx context.Context, create bool) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sendonce.schema_version (id, version) VALUES (1, $1)
-		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, target); err != nil {
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, SchemaVersion); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -366,6 +361,16 @@ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$`,
 	at          BIGINT NOT NULL,
 	PRIMARY KEY (scope, id)
 )`,
+	}, {
+		// One row per state-changing transaction, inserted by its first statement: when
+		// the connection is lost while COMMIT is in flight, a tombstone of the same id
+		// tells whether it landed (see resolve).
+		`CREATE TABLE commits (
+	id        TEXT PRIMARY KEY,
+	at        BIGINT NOT NULL,
+	tombstone BOOLEAN NOT NULL DEFAULT false
+)`,
+		`CREATE INDEX commits_at ON commits(at)`,
 	}}
 }
 
@@ -408,8 +413,8 @@ func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
 
 // retry runs a transaction until it is decided: again from the start after a
 // serialization failure or a deadlock (another transaction won a race), for at most the
-// lock timeout, and after a connection lost before its COMMIT (a few times: the server
-// rolled it back).
+// lock timeout, and after a connection lost before its COMMIT or a COMMIT that resolve
+// showed did not land (a few times: nothing of it is kept).
 func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
 	lost := 0
 	until := clock.System().Add(b.opt.LockTimeout) // races are retried for as long as a lock is waited for
@@ -418,7 +423,7 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 		var beforeCommit *notCommitted
 		if errors.As(err, &beforeCommit) {
 			err = beforeCommit.err
-			if lostBeforeCommit(err) && lost < 3 {
+			if ctx.Err() == nil && (beforeCommit.resolved || lostBeforeCommit(err)) && lost < 3 {
 				lost++
 				continue
 			}
@@ -438,20 +443,37 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 }
 
 func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
-	ctx, cancel := context.WithTimeout(ctx, b.opt.LockTimeout+5*time.Second)
+	txCtx, cancel := context.WithTimeout(ctx, b.idleTimeout())
 	defer cancel()
-	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: b.opt.isolation, ReadOnly: readOnly})
+	tx, err := b.db.BeginTx(txCtx, &sql.TxOptions{Isolation: b.opt.isolation, ReadOnly: readOnly})
 	if err != nil {
-		return &notCommitted{err}
+		return &notCommitted{err: err}
 	}
 	defer tx.Rollback()
 	// Each transaction says what it needs (set_config(..., true) is SET LOCAL), in the
-	// round trip that reads its time; nothing is left to the session.
+	// round trip that reads its time; nothing is left to the session. A state-changing
+	// one also leaves its id in commits, for resolve.
+	var id string
+	marker := "SELECT "
+	args := []any{fmt.Sprint(b.opt.LockTimeout.Milliseconds()), fmt.Sprint(b.idleTimeout().Milliseconds())}
+	if !readOnly {
+		var raw [16]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return err
+		}
+		id = hex.EncodeToString(raw[:])
+		marker = `WITH marker AS (INSERT INTO sendonce.commits (id, at) VALUES ($3, (extract(epoch FROM now()) * 1e9)::bigint) RETURNING 1)
+		SELECT `
+		args = append(args, id)
+	}
 	var now time.Time
-	err = tx.QueryRowContext(ctx, `SELECT now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
-		set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`,
-		fmt.Sprint(b.opt.LockTimeout.Milliseconds()), fmt.Sprint((b.opt.LockTimeout+5*time.Second).Milliseconds())).Scan(&now, new(string), new(string), new(string), new(string))
+	err = tx.QueryRowContext(txCtx, marker+`now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
+		set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`+map[bool]string{true: "", false: " FROM marker"}[readOnly],
+		args...).Scan(&now, new(string), new(string), new(string), new(string))
 	if err != nil {
+		if lostBeforeCommit(err) {
+			return &notCommitted{err: err}
+		}
 		return err
 	}
 	now = now.UTC()
@@ -463,15 +485,100 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 	}
 	if err := fn(&pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL}, pause: b.opt.pause}); err != nil {
 		if lostBeforeCommit(err) {
-			return &notCommitted{err} // the server rolled it back: nothing of it is kept
+			return &notCommitted{err: err} // the server rolled it back: nothing of it is kept
 		}
 		return err
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	if err == nil || readOnly || definite(err) {
+		return err
+	}
+	// The COMMIT was sent and no answer came back: it may have landed or not. Ask.
+	landed, rerr := b.resolve(ctx, id)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("the connection to %s was lost while a COMMIT was in flight (%v), and whether it landed could not be learnt: %w", b.display, err, rerr)
+	case landed:
+		return nil
+	default:
+		return &notCommitted{err: err, resolved: true}
+	}
 }
 
-// notCommitted is an error found before COMMIT was sent.
-type notCommitted struct{ err error }
+// definite says whether a COMMIT's error is the server's own answer (it rolled the
+// transaction back: a serialization failure at commit, a constraint) or database/sql's
+// refusal to send it, rather than a connection lost with the COMMIT in flight.
+func definite(err error) bool {
+	if errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code != "57P01" && !strings.HasPrefix(pe.Code, "08")
+}
+
+// idleTimeout bounds a transaction: the server ends a session idle in one for longer
+// (so a transaction whose client went away cannot commit later), and the client gives
+// up waiting for it.
+func (b *Backend) idleTimeout() time.Duration { return b.opt.LockTimeout + 5*time.Second }
+
+// resolve learns whether the transaction that inserted id into commits landed, after
+// its COMMIT went unanswered. It inserts a tombstone of the same id first: that insert
+// waits for the transaction if the server still holds it, and once the tombstone is in,
+// the transaction can never commit (its own row would collide). So: the tombstone
+// goes in, the transaction did not land; the row is there and is no tombstone, it did.
+// It asks on new connections (the caller's context may be what ended the COMMIT) for as
+// long as a session of the lost transaction can live on the server.
+func (b *Backend) resolve(ctx context.Context, id string) (landed bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.idleTimeout()+b.opt.LockTimeout)
+	defer cancel()
+	for {
+		landed, err = b.tombstone(ctx, id)
+		if err == nil || ctx.Err() != nil {
+			return landed, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Backend) tombstone(ctx context.Context, id string) (landed bool, err error) {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT set_config('synchronous_commit', 'on', true), set_config('lock_timeout', $1, true)", fmt.Sprint(b.opt.LockTimeout.Milliseconds())); err != nil {
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO sendonce.commits (id, at, tombstone) VALUES ($1, (extract(epoch FROM now()) * 1e9)::bigint, true)
+		ON CONFLICT (id) DO NOTHING`, id)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if err == nil {
+			err = tx.Commit()
+		}
+		return false, err
+	}
+	// A row is there: the transaction's, or a tombstone of an earlier try whose COMMIT
+	// went unanswered too (read in a statement of its own, which sees what committed).
+	var tomb bool
+	if err := tx.QueryRowContext(ctx, "SELECT tombstone FROM sendonce.commits WHERE id = $1", id).Scan(&tomb); err != nil {
+		return false, err
+	}
+	return !tomb, nil
+}
+
+// notCommitted is an error after which nothing of the transaction is kept: found
+// before COMMIT was sent, or (resolved) a COMMIT that resolve showed did not land.
+type notCommitted struct {
+	err      error
+	resolved bool
+}
 
 func (e *notCommitted) Error() string { return e.err.Error() }
 func (e *notCommitted) Unwrap() error { return e.err }
@@ -502,4 +609,14 @@ func (t *pgTx) IntentsOf(keys []string) (map[string]int64, error) {
 		t.pause("after_intents_of")
 	}
 	return m, err
+}
+
+// ForgetRequests forgets the stored answers before before, and the commit markers of
+// the same age (a marker is needed only while a lost COMMIT's session may live).
+func (t *pgTx) ForgetRequests(before time.Time) (int, error) {
+	n, err := t.Tx.ForgetRequests(before)
+	if err == nil {
+		_, err = t.SQL.Exec("DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
+	}
+	return n, err
 }

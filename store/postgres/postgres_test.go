@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -79,15 +80,16 @@ func TestSchemaVersions(t *testing.T) {
 	if _, err := Open(ctx, u, Options{}); !errors.Is(err, store.ErrNotInitialized) {
 		t.Fatalf("open before init: %v; want not initialized", err)
 	}
-	old, err := Create(ctx, u, Options{upTo: SchemaVersion - 1})
+	old, err := Create(ctx, u, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := store.New(old).Claim(ctx, store.ClaimRequest{Keys: []gate.Key{gate.NewKey(mustTitle(t), gate.DigestOf([]byte("old")))}, Task: "A"})
 	if err != nil || !p.Granted {
-		t.Fatalf("a claim on the old schema: %v", err)
+		t.Fatalf("a claim: %v", err)
 	}
 	old.Close()
+	downgrade(t, u)
 	if _, err := Open(ctx, u, Options{}); !errors.Is(err, store.ErrUpgradeNeeded) {
 		t.Fatalf("a schema older than the binary: %v; want upgrade needed (fail closed)", err)
 	}
@@ -132,6 +134,25 @@ func TestSchemaVersions(t *testing.T) {
 	}
 	if _, _, err := Upgrade(ctx, u, Options{}); err == nil {
 		t.Fatal("an upgrade of a newer schema by an older binary was accepted")
+	}
+}
+
+// downgrade turns the schema at u into the one before SchemaVersion, as an older
+// sendonce made it, keeping what the tables hold.
+func downgrade(t *testing.T, u string) {
+	t.Helper()
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, st := range []string{
+		"DROP TABLE sendonce.commits",
+		fmt.Sprintf("UPDATE sendonce.schema_version SET version = %d", SchemaVersion-1),
+	} {
+		if _, err := db.Exec(st); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
