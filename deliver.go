@@ -31,7 +31,7 @@ type Deliverer struct {
 	OCR vision.OCR
 	// AfterDurable, when set, is called right after each named moment of a delivery is
 	// durable or done: claim, picker_opened, file_chosen, send_pressed, looking,
-	// recorded. It is a test hook (the crash tests kill the process there).
+	// classified (the evidence judged, before recording), recorded. It is a test hook (the crash tests kill the process there).
 	AfterDurable func(moment string)
 }
 
@@ -164,7 +164,8 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		if err != nil {
 			return DeliveryResult{}, err
 		}
-		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor})
+		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor,
+			Origin: store.Origin{Workstation: ws.id, FileName: staged.Name, Size: staged.Size}, EvidenceRoot: c.evidenceRoot})
 		if err == nil && res.Granted {
 			err = c.noteToken(ctx, res.Permit.Token())
 		}
@@ -468,6 +469,7 @@ func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evide
 	if cl.Outcome == gate.SentVerified {
 		req.ObjectID = objectID
 	}
+	d.after("classified")
 	got, rerr := c.store.Record(ctx, permit, req)
 	d.after("recorded")
 	if got == "" {

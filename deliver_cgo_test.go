@@ -5,6 +5,7 @@ package sendonce_test
 import (
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/vision/tesseract"
+
+	_ "modernc.org/sqlite" // the test's own connection, that holds the store locked
 )
 
 // These tests replay recorded fixtures through the library's delivery entry point: the
@@ -308,5 +311,75 @@ func TestHookThatBlocksNeverDelays(t *testing.T) {
 	defer mu.Unlock()
 	if got != 1 {
 		t.Fatalf("the hook was entered %d times; it blocks, so once", got)
+	}
+}
+
+// TestOutcomeRecordedLaterFromTheBundle: the store cannot be written when a delivery
+// ends (another process holds it locked past the lock timeout), so the outcome its
+// evidence proves is not recorded: the result says unknown and the bundle is sealed with
+// what the evidence says. Once the lease has ended, reconcile authenticates the sealed
+// bundle against the store and records its outcome, without asking the provider.
+func TestOutcomeRecordedLaterFromTheBundle(t *testing.T) {
+	r := newReplayed(t, "verified-text-file", sendonce.Options{LockTimeout: 300 * time.Millisecond})
+	loc := r.client.Store()
+	locker, err := sql.Open("sqlite", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	var held *sql.Conn
+	d := r.deliverer()
+	d.AfterDurable = func(m string) {
+		if m != "classified" {
+			return
+		}
+		if held, err = locker.Conn(context.Background()); err == nil {
+			_, err = held.ExecContext(context.Background(), "BEGIN EXCLUSIVE")
+		}
+		if err != nil {
+			t.Errorf("locking the store: %v", err)
+		}
+	}
+	res, derr := d.Deliver(context.Background(), r.req)
+	if held == nil {
+		t.Fatal("the delivery never reached the classified moment")
+	}
+	held.ExecContext(context.Background(), "ROLLBACK")
+	held.Close()
+	if derr == nil || res.Outcome != string(gate.SendStatusUnknown) {
+		t.Fatalf("recording under a locked store: %s, %v; want send_status_unknown and an error", res.Outcome, derr)
+	}
+	b, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+	if err != nil || !b.Sealed() || b.Seal.Outcome != string(gate.SentVerified) {
+		t.Fatalf("the bundle: %v; want it sealed sent_verified", err)
+	}
+
+	// An hour later (the lease has ended) on the same workstation.
+	later, err := sendonce.Open(context.Background(), loc, sendonce.Options{EvidenceRoot: r.client.EvidenceRoot(), Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	before, err := later.Status(context.Background(), sendonce.StatusRequest{Key: res.Key})
+	if err != nil || before.Status != gate.StatusSendStatusUnknown {
+		t.Fatalf("status before reconcile: %v, %v; want send_status_unknown", before.Status, err)
+	}
+	cfg := filepath.Join(t.TempDir(), "account.json")
+	os.WriteFile(cfg, []byte(`{"jid": "alice@localhost", "password": "unused", "addr": "127.0.0.1:1"}`), 0o600)
+	rec, err := later.Reconcile(context.Background(), sendonce.ReconcileRequest{ProviderConfig: cfg})
+	if err != nil || len(rec.Reconciled) != 1 || rec.Reconciled[0].Result != "recorded_from_bundle" || rec.Reconciled[0].Outcome != string(gate.SentVerified) {
+		t.Fatalf("reconcile: %+v, %v; want the bundle's sent_verified recorded", rec, err)
+	}
+	after, err := later.Show(context.Background(), sendonce.StatusRequest{Key: res.Key})
+	if err != nil || after.Status != gate.StatusSentVerified {
+		t.Fatalf("status after reconcile: %v, %v; want sent_verified", after.Status, err)
+	}
+	a := after.Intents[0].Attempts[0]
+	if a.Workstation == "" || a.Workstation != b.Manifest.Workstation || a.FileName != r.fx.FileName || a.Size != b.Manifest.Size || a.Evidence != res.Evidence {
+		t.Fatalf("the attempt as stored: %+v; want the workstation %s, file %s (%d bytes) and bundle %s", a, b.Manifest.Workstation, r.fx.FileName, b.Manifest.Size, res.Evidence)
+	}
+	again, err := later.Reconcile(context.Background(), sendonce.ReconcileRequest{ProviderConfig: cfg})
+	if err != nil || len(again.Reconciled) != 0 {
+		t.Fatalf("a second reconcile: %+v, %v; want nothing left to do", again, err)
 	}
 }

@@ -3,6 +3,7 @@ package sendonce
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,7 +50,14 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request, MinToken: floor})
+	origin := store.Origin{}
+	if c.ws != nil {
+		origin.Workstation = c.ws.id
+	}
+	if req.Content.Path != "" {
+		origin.FileName = filepath.Base(req.Content.Path)
+	}
+	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request, MinToken: floor, Origin: origin})
 	var refusal *gate.Refusal
 	if err != nil && !errors.As(err, &refusal) {
 		return ClaimResult{}, err

@@ -2,7 +2,9 @@ package sendonce
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -30,7 +32,11 @@ type ReconcileRequest struct {
 
 // Reconcile settles unknown attempts by asking the provider, never by sending again.
 // Only provider evidence bound to an attempt's dispatch resolves it; an absence is
-// noted (status shows it) and never frees a key.
+// noted (status shows it) and never frees a key. First, an attempt whose outcome could
+// not be recorded (the store was unreachable when it ended) and whose sealed bundle is
+// on this workstation gets the outcome its bundle was sealed with, once the bundle is
+// authenticated against the store; the store's rules still apply (not_sent after a
+// crossing is recorded unknown).
 func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
 	var only *gate.Key
 	if req.Key != "" {
@@ -65,6 +71,13 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		if only != nil && !hasKey(ks, *only) {
 			continue
 		}
+		if late, done := c.recordFromBundle(ctx, a, ks); late != nil {
+			c.info("reconcile", Event{Key: late.Key, DispatchID: late.DispatchID, Detail: late.Result + " " + late.Outcome})
+			out.Reconciled = append(out.Reconciled, *late)
+			if done {
+				continue
+			}
+		}
 		r := c.reconcileOne(ctx, ns, p, a, ks)
 		if r.Result == "resolved" && staging != nil {
 			staging.remove(a.DispatchID)
@@ -73,6 +86,53 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		out.Reconciled = append(out.Reconciled, r)
 	}
 	return out, nil
+}
+
+// recordFromBundle records the outcome an attempt's sealed bundle holds, when its
+// executor could not record it: the attempt ended without an outcome, its bundle is
+// here, sealed, and authenticated by the store (the attempt's task and token, every
+// chain head the store holds, the seal signed by the key registered for the
+// workstation). It returns what it did (nil when it did nothing) and whether that
+// settled the attempt (an unknown outcome leaves the provider to ask).
+func (c *Client) recordFromBundle(ctx context.Context, a store.AttemptRecord, ks []store.KeyRecord) (*Reconciled, bool) {
+	if a.Recorded || a.Evidence == "" {
+		return nil, false
+	}
+	if c.ws != nil && a.Workstation != "" && a.Workstation != c.ws.id {
+		return nil, false // its bundle is on workstation a.Workstation
+	}
+	r := &Reconciled{DispatchID: a.DispatchID, Key: ks[0].Key, Result: "recorded_from_bundle"}
+	v, err := c.VerifyEvidence(ctx, VerifyRequest{Path: a.Evidence})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case err != nil:
+		r.Result, r.Detail = "skipped", "the evidence bundle cannot be used: "+err.Error()
+		return r, false
+	case !v.Sealed || v.Signed == nil || !*v.Signed:
+		return nil, false // unsealed: its process died before it could judge its evidence
+	}
+	key, err := gate.ParseKey(ks[0].Key)
+	if err != nil {
+		r.Result, r.Detail = "skipped", err.Error()
+		return r, false
+	}
+	permit, err := c.store.Resume(ctx, key, gate.PermitRef{Token: a.Token, Task: a.Task})
+	if err != nil {
+		r.Result, r.Detail = "skipped", err.Error()
+		return r, false
+	}
+	got, err := c.store.Record(ctx, permit, store.RecordRequest{Outcome: gate.Outcome(v.SealOutcome), Evidence: a.Evidence, ChainHead: v.ChainHead,
+		Note: "recorded by reconcile from the sealed evidence bundle: the store could not be reached when the attempt ended"})
+	if got == "" {
+		r.Result, r.Detail = "skipped", fmt.Sprintf("recording the bundle's outcome %s failed: %v", v.SealOutcome, err)
+		return r, false
+	}
+	r.Outcome, r.Detail = string(got), "the bundle was sealed with "+v.SealOutcome
+	if err != nil {
+		r.Detail += "; the store recorded " + string(got) + ": " + err.Error()
+	}
+	return r, got != gate.SendStatusUnknown
 }
 
 func hasKey(ks []store.KeyRecord, k gate.Key) bool {
@@ -133,16 +193,20 @@ func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyReco
 	if dest == "" {
 		return provider.Dispatch{}, "the key has no provider id (deliver with --dest-id xmpp:...), so the provider cannot be asked"
 	}
-	bundle := a.Evidence
-	if bundle == "" { // the process died before recording: its bundle is where deliver puts them
-		bundle = filepath.Join(c.evidenceRoot, a.DispatchID)
-	}
-	b, err := evidence.Verify(bundle, evidence.VerifyOptions{})
-	if err != nil {
-		return provider.Dispatch{}, fmt.Sprintf("the evidence bundle %s cannot be read: %v", filepath.Base(bundle), err)
+	name, size := a.FileName, a.Size
+	if name == "" { // an attempt stored before attempts named their file: its bundle does
+		bundle := a.Evidence
+		if bundle == "" { // the process died before recording: its bundle is where deliver puts them
+			bundle = filepath.Join(c.evidenceRoot, a.DispatchID)
+		}
+		b, err := evidence.Verify(bundle, evidence.VerifyOptions{})
+		if err != nil {
+			return provider.Dispatch{}, fmt.Sprintf("the evidence bundle %s cannot be read: %v", filepath.Base(bundle), err)
+		}
+		name, size = b.Manifest.FileName, b.Manifest.Size
 	}
 	from, until := lookupWindow(a)
-	return provider.Dispatch{DispatchID: a.DispatchID, Destination: dest, FileName: b.Manifest.FileName, Size: b.Manifest.Size,
+	return provider.Dispatch{DispatchID: a.DispatchID, Destination: dest, FileName: name, Size: size,
 		SHA256: digest.String(), From: from, Until: until}, ""
 }
 

@@ -216,6 +216,11 @@ type Attempt struct {
 	LeaseExpiresAt Time             `json:"lease_expires_at"`
 	Crossings      []store.Crossing `json:"crossings"`
 	Superseded     bool             `json:"superseded"`
+	// Workstation is the id of the machine the attempt ran on: its evidence bundle
+	// (Evidence, a path there) stays on it. FileName and Size are what was delivered.
+	Workstation string `json:"workstation,omitempty"`
+	FileName    string `json:"file_name,omitempty"`
+	Size        int64  `json:"size,omitempty"`
 	// Set once an outcome is recorded.
 	Outcome    gate.Outcome    `json:"outcome,omitempty"`
 	Delivery   gate.Delivery   `json:"delivery,omitempty"`
@@ -234,7 +239,7 @@ type ReconcileResult struct {
 type Reconciled struct {
 	DispatchID string `json:"dispatch_id"`
 	Key        string `json:"key"`
-	Result     string `json:"result"` // resolved, absent, cant_tell, skipped
+	Result     string `json:"result"` // resolved, recorded_from_bundle, absent, cant_tell, skipped
 	Outcome    string `json:"outcome,omitempty"`
 	Detail     string `json:"detail"`
 }

@@ -145,7 +145,13 @@ func (r Intent) WriteText(w io.Writer) {
 		for _, c := range a.Crossings {
 			fmt.Fprintf(w, "  crossed %s at %s\n", c.Boundary, at(c.At))
 		}
-		if a.Evidence != "" {
+		if a.FileName != "" {
+			fmt.Fprintf(w, "  file: %s (%d bytes)\n", a.FileName, a.Size)
+		}
+		switch {
+		case a.Evidence != "" && a.Workstation != "":
+			fmt.Fprintf(w, "  evidence: %s on workstation %s\n", a.Evidence, a.Workstation)
+		case a.Evidence != "":
 			fmt.Fprintf(w, "  evidence: %s\n", a.Evidence)
 		}
 	}

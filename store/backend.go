@@ -41,7 +41,8 @@ type Tx interface {
 	NextToken() (uint64, error)
 	// LastToken is the greatest fencing token given out so far (0 for none).
 	LastToken() (uint64, error)
-	InsertAttempt(intent int64, a gate.Attempt, at time.Time) error
+	// InsertAttempt records a granted attempt, where it runs and its bundle's folder.
+	InsertAttempt(intent int64, a gate.Attempt, o Origin, evidence string, at time.Time) error
 	AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error
 	SetLease(token uint64, expires time.Time) error
 	SetOutcome(token uint64, axes gate.Axes, evidence, chainHead string, at time.Time) error
@@ -108,6 +109,7 @@ type KeyRecord struct {
 // AttemptRecord is an attempt as status and show print it.
 type AttemptRecord struct {
 	gate.Attempt
+	Origin
 	IntentID   int64
 	ClaimedAt  time.Time
 	EndedAt    time.Time // zero until an outcome is recorded
@@ -115,6 +117,14 @@ type AttemptRecord struct {
 	ChainHead  string    // the bundle's chain head at the outcome
 	Crossings  []Crossing
 	Superseded bool // a later attempt fenced it before it recorded anything
+}
+
+// Origin is where an attempt runs and what it delivers: what reconcile needs on any
+// workstation without the attempt's evidence bundle, which stays on the one that made it.
+type Origin struct {
+	Workstation string // the workstation's id (not its host name: cloned machines share those)
+	FileName    string // the file's name as delivered
+	Size        int64  // its size in bytes
 }
 
 // Crossing is one boundary crossed, made durable before the action.

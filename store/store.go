@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -112,6 +113,11 @@ type ClaimRequest struct {
 	// Request, when set, stores the answer with the decision: the same request id
 	// again gets that answer (Replayed), never a second decision.
 	Request RequestRef
+	// Origin is where the attempt runs and what it delivers, stored with it.
+	Origin Origin
+	// EvidenceRoot is the folder the workstation keeps bundles in: the attempt's bundle
+	// is EvidenceRoot/DISPATCH-ID there, stored with the attempt before anything runs.
+	EvidenceRoot string
 	// MinToken is the highest fencing token this workstation was ever granted by this
 	// store: a store whose counter is below it lost history (a restored backup, a
 	// promoted asynchronous standby) and fails closed, since it may have forgotten
@@ -357,7 +363,11 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		if r != nil { // the rules said yes a moment ago on the same state
 			return fmt.Errorf("claim decision changed within one transaction: %v", r)
 		}
-		if err := tx.InsertAttempt(target, g.Attempt, now); err != nil {
+		bundle := ""
+		if req.EvidenceRoot != "" {
+			bundle = filepath.Join(req.EvidenceRoot, dispatchID)
+		}
+		if err := tx.InsertAttempt(target, g.Attempt, req.Origin, bundle, now); err != nil {
 			return err
 		}
 		res.Granted = true
@@ -370,6 +380,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			return err
 		}
 		d := map[string]string{"reason": res.Reason(), "previous_status": string(res.Previous), "lease_expires_at": formatTime(g.Attempt.LeaseExpires)}
+		if req.Origin.Workstation != "" {
+			d["workstation"] = req.Origin.Workstation
+		}
 		if res.Fenced != 0 {
 			d["fenced_token"] = strconv.FormatUint(res.Fenced, 10)
 		}

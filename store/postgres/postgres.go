@@ -371,6 +371,11 @@ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$`,
 	tombstone BOOLEAN NOT NULL DEFAULT false
 )`,
 		`CREATE INDEX commits_at ON commits(at)`,
+		// Where an attempt runs and what it delivers: reconcile on another workstation
+		// works from these.
+		`ALTER TABLE attempts ADD COLUMN workstation TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE attempts ADD COLUMN file_name TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE attempts ADD COLUMN size BIGINT NOT NULL DEFAULT 0`,
 	}}
 }
 

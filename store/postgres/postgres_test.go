@@ -148,6 +148,7 @@ func downgrade(t *testing.T, u string) {
 	defer db.Close()
 	for _, st := range []string{
 		"DROP TABLE sendonce.commits",
+		"ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size",
 		fmt.Sprintf("UPDATE sendonce.schema_version SET version = %d", SchemaVersion-1),
 	} {
 		if _, err := db.Exec(st); err != nil {

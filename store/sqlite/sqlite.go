@@ -151,7 +151,7 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Close() error { return b.db.Close() }
 
 // SchemaVersion is the newest schema this program knows.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[i] moves the schema from version i to i+1.
 func migrations() []string {
@@ -239,6 +239,10 @@ CREATE TABLE requests (
 	at          INTEGER NOT NULL,
 	PRIMARY KEY (scope, id)
 );
+`, `
+ALTER TABLE attempts ADD COLUMN workstation TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 `}
 }
 
