@@ -238,3 +238,17 @@ func (r ClassifyResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  - %s\n", x)
 	}
 }
+
+// WriteText says what each source gave and that it is retired.
+func (r CopyResult) WriteText(w io.Writer) {
+	for _, c := range r.Copied {
+		fmt.Fprintf(w, "copied %s into %s: %d intents (%d merged with keys the target knew, %d copied before), %d attempts, %d events, %d nonces, %d request ids, %d workstations, %d provider objects; highest token %d\n",
+			c.From, r.To, c.Intents, c.Merged, c.AlreadyCopied, c.Attempts, c.Events, c.Nonces, c.Requests, c.Workstations, c.Objects, c.HighestToken)
+		if c.Retired {
+			fmt.Fprintf(w, "%s is retired: every command on it now fails closed and names %s\n", c.From, r.To)
+		}
+	}
+	if r.Workstation != "" {
+		fmt.Fprintf(w, "workstation %s keeps its id and sealing key in the state folder\n", r.Workstation)
+	}
+}

@@ -125,6 +125,10 @@ type Origin struct {
 	Workstation string // the workstation's id (not its host name: cloned machines share those)
 	FileName    string // the file's name as delivered
 	Size        int64  // its size in bytes
+	// CopiedFrom is the id of the store that granted the attempt, when it was copied
+	// from there (store copy), and SourceToken its token there: its bundle names that.
+	CopiedFrom  string
+	SourceToken uint64
 }
 
 // Crossing is one boundary crossed, made durable before the action.

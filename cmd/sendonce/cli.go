@@ -122,6 +122,7 @@ func commands() []command {
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
+		{"store copy", "move workstations' SQLite histories into the shared store, and retire them", cmdStoreCopy},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
 		{"mcp", "serve the tools to AI agents over MCP (stdio, or streamable HTTP with --http)", cmdMCP},

@@ -67,7 +67,7 @@ func TestSharedStoreSchemaRule(t *testing.T) {
 	}
 	defer db.Close()
 	// Schema 2 is schema 3 without the commit markers and the attempts' origins.
-	if _, err := db.Exec("DROP TABLE sendonce.commits; ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size; UPDATE sendonce.schema_version SET version = 2"); err != nil {
+	if _, err := db.Exec("DROP TABLE sendonce.commits; ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size, DROP COLUMN copied_from, DROP COLUMN source_token; UPDATE sendonce.schema_version SET version = 2"); err != nil {
 		t.Fatal(err)
 	}
 	out, code := cli(t, nil, "--json", "status", "--store", loc, "--key", key)

@@ -376,6 +376,10 @@ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$`,
 		`ALTER TABLE attempts ADD COLUMN workstation TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE attempts ADD COLUMN file_name TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE attempts ADD COLUMN size BIGINT NOT NULL DEFAULT 0`,
+		// An attempt copied from another store (store copy): that store's id and the
+		// token it had there, which its evidence bundle names.
+		`ALTER TABLE attempts ADD COLUMN copied_from TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE attempts ADD COLUMN source_token BIGINT NOT NULL DEFAULT 0`,
 	}}
 }
 
@@ -624,4 +628,22 @@ func (t *pgTx) ForgetRequests(before time.Time) (int, error) {
 		_, err = t.SQL.Exec("DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
 	}
 	return n, err
+}
+
+// AdvanceTokens raises the fencing sequence to at least n (store copy).
+func (t *pgTx) AdvanceTokens(n uint64) error {
+	last, err := t.LastToken()
+	if err != nil || n <= last {
+		return err
+	}
+	_, err = t.SQL.Exec("SELECT setval('fencing_tokens', $1)", int64(n))
+	return err
+}
+
+// RetiredTo: a PostgreSQL store is a copy's target, never its source.
+func (t *pgTx) RetiredTo() (string, error) { return "", nil }
+
+// Retire refuses: a PostgreSQL store is not the source of a copy.
+func (t *pgTx) Retire(string) error {
+	return gate.Invalidf("a PostgreSQL store is not the source of a copy")
 }

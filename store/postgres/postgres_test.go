@@ -148,7 +148,7 @@ func downgrade(t *testing.T, u string) {
 	defer db.Close()
 	for _, st := range []string{
 		"DROP TABLE sendonce.commits",
-		"ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size",
+		"ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size, DROP COLUMN copied_from, DROP COLUMN source_token",
 		fmt.Sprintf("UPDATE sendonce.schema_version SET version = %d", SchemaVersion-1),
 	} {
 		if _, err := db.Exec(st); err != nil {

@@ -113,6 +113,10 @@ func openExisting(ctx context.Context, path string, opt Options, mode migration)
 		b.db.Close()
 		return nil, err
 	}
+	if err := b.View(ctx, func(store.Tx) error { return nil }); err != nil { // a retired store fails here
+		b.db.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -243,6 +247,10 @@ CREATE TABLE requests (
 ALTER TABLE attempts ADD COLUMN workstation TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN copied_from TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN source_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE store_meta ADD COLUMN retired_to TEXT NOT NULL DEFAULT '';
+ALTER TABLE store_meta ADD COLUMN retired_at INTEGER NOT NULL DEFAULT 0;
 `}
 }
 
@@ -371,11 +379,27 @@ func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(&sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite}); err != nil {
+	t := &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite}
+	if err := b.checkRetired(t); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := fn(t); err != nil {
 		tx.Rollback()
 		return err
 	}
 	return tx.Commit()
+}
+
+// checkRetired fails closed on a store that was copied into another: every command on
+// it names the store it went to. A copy's own source transaction reads it itself.
+func (b *Backend) checkRetired(t *sqltx.Tx) error {
+	to, at, err := t.Retired()
+	if err != nil || to == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s was copied into %s at %s and retired; every workstation uses that store now: give --store %s (or SENDONCE_STORE)",
+		store.ErrRetired, b.path, to, at.UTC().Format(time.RFC3339), to)
 }
 
 // View implements store.Backend.
@@ -385,5 +409,9 @@ func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(&sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite})
+	t := &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite}
+	if err := b.checkRetired(t); err != nil {
+		return err
+	}
+	return fn(t)
 }

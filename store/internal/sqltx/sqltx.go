@@ -164,8 +164,8 @@ func (t *Tx) LastToken() (uint64, error) {
 }
 
 func (t *Tx) InsertAttempt(intent int64, a gate.Attempt, o store.Origin, evidence string, at time.Time) error {
-	_, err := t.exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at, workstation, file_name, size, evidence)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, Nanos(at), Nanos(a.LeaseExpires), o.Workstation, o.FileName, o.Size, evidence)
+	_, err := t.exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at, workstation, file_name, size, evidence, copied_from, source_token)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, Nanos(at), Nanos(a.LeaseExpires), o.Workstation, o.FileName, o.Size, evidence, o.CopiedFrom, o.SourceToken)
 	return err
 }
 
@@ -189,7 +189,7 @@ func (t *Tx) exactlyOne(q string, args ...any) error {
 		return err
 	}
 	if n, err := r.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("expected to change one attempt, changed %d (%v)", n, err)
+		return fmt.Errorf("expected to change one row, changed %d (%v)", n, err)
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (t *Tx) attempts(intent int64, latestOnly bool) ([]store.AttemptRecord, err
 // queryAttempts reads attempts and their crossings.
 func (t *Tx) queryAttempts(where string, args ...any) ([]store.AttemptRecord, error) {
 	q := `SELECT token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at,
-		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head, workstation, file_name, size
+		COALESCE(delivery, ''), COALESCE(acceptance, ''), COALESCE(ended_at, 0), evidence, chain_head, workstation, file_name, size, copied_from, source_token
 		FROM attempts WHERE ` + where
 	rows, err := t.query(q, args...)
 	if err != nil {
@@ -236,7 +236,7 @@ func (t *Tx) queryAttempts(where string, args ...any) ([]store.AttemptRecord, er
 		var a store.AttemptRecord
 		var claimed, lease, ended int64
 		var delivery, acceptance string
-		if err := rows.Scan(&a.Token, &a.IntentID, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead, &a.Workstation, &a.FileName, &a.Size); err != nil {
+		if err := rows.Scan(&a.Token, &a.IntentID, &a.Revision, &a.Task, &a.DispatchID, &claimed, &lease, &delivery, &acceptance, &ended, &a.Evidence, &a.ChainHead, &a.Workstation, &a.FileName, &a.Size, &a.CopiedFrom, &a.SourceToken); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"strings"
+
+	"github.com/sendonce/sendonce"
+)
+
+// repeated is a flag given once per value.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+var _ flag.Value = (*repeated)(nil)
+
+func cmdStoreCopy(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("store copy", "--from FILE [--from FILE ...] --to URL")
+	var req sendonce.CopyRequest
+	fs.Var((*repeated)(&req.From), "from", "a workstation's SQLite store `FILE` to move (again for each file)")
+	fs.StringVar(&req.To, "to", "", "the shared store to move it into, a postgres:// `URL` (made with 'sendonce init --store URL')")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	opt := env.options()
+	req.StateDir = env.stateDirFlag
+	if req.StateDir == "" && sendonce.SharedStore(req.To) {
+		req.StateDir = env.stateDir("")
+	}
+	res, err := sendonce.CopyStore(ctx, req, opt)
+	if err != nil {
+		return err // it names the sources copied before it failed
+	}
+	env.print(res)
+	return nil
+}
