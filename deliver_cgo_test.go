@@ -19,6 +19,7 @@ import (
 	"github.com/sendonce/sendonce/driver/replay"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store/postgres/pgtest"
 	"github.com/sendonce/sendonce/vision/tesseract"
 
 	_ "modernc.org/sqlite" // the test's own connection, that holds the store locked
@@ -381,5 +382,52 @@ func TestOutcomeRecordedLaterFromTheBundle(t *testing.T) {
 	again, err := later.Reconcile(context.Background(), sendonce.ReconcileRequest{ProviderConfig: cfg})
 	if err != nil || len(again.Reconciled) != 0 {
 		t.Fatalf("a second reconcile: %+v, %v; want nothing left to do", again, err)
+	}
+}
+
+// TestBundleVerifiesAfterStoreCopy: a delivery's bundle names the token its SQLite store
+// granted; after the history moved into PostgreSQL (new tokens there), the bundle is
+// still authenticated by the shared store, and its key is still consumed there.
+func TestBundleVerifiesAfterStoreCopy(t *testing.T) {
+	r := newReplayed(t, "verified-text-file", sendonce.Options{})
+	res, err := r.deliverer().Deliver(context.Background(), r.req)
+	if err != nil || res.Outcome != string(gate.SentVerified) {
+		t.Fatalf("delivery: %s, %v", res.Outcome, err)
+	}
+	from := r.client.Store()
+	r.client.Close()
+	pg := pgtest.Database(t)
+	state := t.TempDir()
+	if _, err := sendonce.Init(context.Background(), pg, sendonce.InitRequest{}, sendonce.Options{StateDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	// The shared store has granted a token of its own: the copied attempt's differs
+	// from the one its bundle names.
+	if other, err := sendonce.Open(context.Background(), pg, sendonce.Options{StateDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	} else if _, err := other.Claim(context.Background(), sendonce.ClaimRequest{Destination: sendonce.Destination{Title: "Carol"}, Content: sendonce.Content{SHA256: res.Key[len(res.Key)-64:]}, Task: "earlier"}); err != nil {
+		t.Fatal(err)
+	} else {
+		other.Close()
+	}
+	copied, err := sendonce.CopyStore(context.Background(), sendonce.CopyRequest{From: []string{from}, To: pg, StateDir: state}, sendonce.Options{})
+	if err != nil || len(copied.Copied) != 1 || copied.Workstation == "" {
+		t.Fatalf("copy: %+v, %v; want one source copied and the workstation's identity kept", copied, err)
+	}
+	c, err := sendonce.Open(context.Background(), pg, sendonce.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v, err := c.VerifyEvidence(context.Background(), sendonce.VerifyRequest{Path: res.Evidence})
+	if err != nil || !v.Authenticated {
+		t.Fatalf("the bundle against the shared store: %+v, %v; want it authenticated", v, err)
+	}
+	st, err := c.Show(context.Background(), sendonce.StatusRequest{Key: res.Key})
+	if a := st.Intents[0].Attempts[0]; err != nil || st.Status != gate.StatusSentVerified || a.Token == res.Token || a.SourceToken != res.Token || a.CopiedFrom == "" {
+		t.Fatalf("the key on the shared store: %+v, %v; want sent_verified under a new token, the old one kept", st, err)
+	}
+	if ws, err := c.Workstation(context.Background()); err != nil || ws.Workstation != copied.Workstation {
+		t.Fatalf("the workstation on the shared store: %+v, %v; want the one the SQLite store had", ws, err)
 	}
 }

@@ -103,7 +103,8 @@ func (c *Client) VerifyEvidence(ctx context.Context, req VerifyRequest) (VerifyR
 	switch {
 	case a == nil:
 		return bad("the store has no attempt with dispatch id %s", m.DispatchID)
-	case a.Task != m.Task || a.Token != m.Token:
+	case a.Task != m.Task || (a.Token != m.Token && (a.CopiedFrom == "" || a.SourceToken != m.Token)):
+		// (an attempt copied from another store has a new token; its bundle names the old)
 		return bad("the store's attempt %s is task %s with token %d; the bundle says task %s, token %d", m.DispatchID, a.Task, a.Token, m.Task, m.Token)
 	}
 	for _, cr := range a.Crossings {

@@ -221,6 +221,10 @@ type Attempt struct {
 	Workstation string `json:"workstation,omitempty"`
 	FileName    string `json:"file_name,omitempty"`
 	Size        int64  `json:"size,omitempty"`
+	// CopiedFrom is the id of the store that granted the attempt, when it was copied
+	// from there (store copy); SourceToken is its token there, which its bundle names.
+	CopiedFrom  string `json:"copied_from,omitempty"`
+	SourceToken uint64 `json:"source_token,omitempty"`
 	// Set once an outcome is recorded.
 	Outcome    gate.Outcome    `json:"outcome,omitempty"`
 	Delivery   gate.Delivery   `json:"delivery,omitempty"`

@@ -89,7 +89,7 @@ func intentOf(r store.IntentReport) Intent {
 func attemptOf(a store.AttemptRecord) Attempt {
 	out := Attempt{DispatchID: a.DispatchID, Task: a.Task, Token: a.Token, Revision: a.Revision, ClaimedAt: at(a.ClaimedAt),
 		LeaseExpiresAt: at(a.LeaseExpires), Crossings: a.Crossings, Superseded: a.Superseded, Evidence: a.Evidence, ChainHead: a.ChainHead,
-		Workstation: a.Workstation, FileName: a.FileName, Size: a.Size}
+		Workstation: a.Workstation, FileName: a.FileName, Size: a.Size, CopiedFrom: a.CopiedFrom, SourceToken: a.SourceToken}
 	if out.Crossings == nil {
 		out.Crossings = []store.Crossing{}
 	}
