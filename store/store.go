@@ -349,6 +349,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 				}
 			}
 			d := map[string]string{"reason": strictest.Reason, "status": string(strictest.Status)}
+			if req.Origin.Workstation != "" {
+				d["workstation"] = req.Origin.Workstation
+			}
 			if strictest.Holder != "" {
 				d["holder"], d["holder_lease_expires_at"] = strictest.Holder, formatTime(strictest.HolderLeaseExpires)
 			}

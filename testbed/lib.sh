@@ -40,7 +40,7 @@ TB_LOCK=$TESTBED_DIR/.lock
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TB_LOGS=$TESTBED_DIR/logs
 # The subfolders up creates and down removes (logs/ is kept on purpose).
-TB_RUNTIME_PARTS=(tls openbox prosody gajim staging state.env)
+TB_RUNTIME_PARTS=(tls openbox prosody gajim ws2 staging state.env)
 
 # Prefix for CA files added to the system trust store; down only removes files
 # named like this, and only the one recorded in the state file.
@@ -215,7 +215,11 @@ tb_teardown() {
         :
     fi
 
-    # Stop in reverse start order: Gajim, Prosody, openbox, Xvfb.
+    # The second workstation first (its Gajim, openbox, Xvfb), then in reverse start
+    # order: Gajim, Prosody, openbox, Xvfb.
+    tb_stop_group "second Gajim" "${WS2_GAJIM_PGID:-}" "${WS2_GAJIM_CONFIG:-/nonexistent-testbed-path}"
+    tb_stop_group "second openbox" "${WS2_OPENBOX_PGID:-}" "$TESTBED_DIR/openbox/rc.xml"
+    tb_stop_group "second Xvfb" "${WS2_XVFB_PGID:-}" "Xvfb ${WS2_DISPLAY_NUM:+:$WS2_DISPLAY_NUM}"
     tb_stop_group gajim "${GAJIM_PGID:-}" "${GAJIM_CONFIG:-/nonexistent-testbed-path}"
     tb_stop_group prosody "${PROSODY_PGID:-}" "${PROSODY_CONFIG:-/nonexistent-testbed-path}"
     tb_stop_group openbox "${OPENBOX_PGID:-}" "$TESTBED_DIR/openbox/rc.xml"
@@ -235,12 +239,15 @@ tb_teardown() {
 
     # A Xvfb killed with KILL leaves its lock and socket behind: remove them only
     # if the lock names the Xvfb we started.
-    if [[ ${DISPLAY_NUM:-} =~ ^[0-9]+$ && ${XVFB_PID:-} =~ ^[0-9]+$ ]]; then
-        local lock=/tmp/.X$DISPLAY_NUM-lock
-        if [[ -f $lock ]] && [[ $(tr -d ' \n' <"$lock") == "$XVFB_PID" ]] && [[ ! -e /proc/$XVFB_PID ]]; then
-            rm -f -- "$lock" "/tmp/.X11-unix/X$DISPLAY_NUM"
+    local num pid lock pair
+    for pair in "${DISPLAY_NUM:-}:${XVFB_PID:-}" "${WS2_DISPLAY_NUM:-}:${WS2_XVFB_PID:-}"; do
+        num=${pair%%:*} pid=${pair#*:}
+        [[ $num =~ ^[0-9]+$ && $pid =~ ^[0-9]+$ ]] || continue
+        lock=/tmp/.X$num-lock
+        if [[ -f $lock ]] && [[ $(tr -d ' \n' <"$lock") == "$pid" ]] && [[ ! -e /proc/$pid ]]; then
+            rm -f -- "$lock" "/tmp/.X11-unix/X$num"
         fi
-    fi
+    done
 
     # The CA we added to the system trust store (only a file named like ours).
     if [[ -n ${CA_CERT_INSTALLED:-} ]]; then
