@@ -193,3 +193,66 @@ func TestLiveTwoWorkstations(t *testing.T) {
 		}
 	})
 }
+
+// recordedObject is the provider object the store bound with the key's outcome, or "".
+func recordedObject(t *testing.T, store, key string) string {
+	t.Helper()
+	out, code := cli(t, nil, "--json", "show", "--store", store, key)
+	if code != 0 {
+		t.Fatalf("show: %d %s", code, out)
+	}
+	for _, in := range decode(t, out)["intents"].([]any) {
+		evs, _ := in.(map[string]any)["events"].([]any)
+		for _, e := range evs {
+			e := e.(map[string]any)
+			if d, _ := e["detail"].(map[string]any); e["kind"] == "recorded" && d["object_id"] != nil {
+				return d["object_id"].(string)
+			}
+		}
+	}
+	return ""
+}
+
+// TestLiveLookupUnderShiftedClock: a workstation whose clock is 10 minutes slow or fast
+// delivers through the shared store; the lookup window comes from the database's clock,
+// so the provider lookup after the send still finds the message, and the outcome is
+// bound to the provider's object. The control measures the store's times by the shifted
+// workstation clock: the window misses the message, and nothing is bound.
+func TestLiveLookupUnderShiftedClock(t *testing.T) {
+	l := newLive(t)
+	shared := newStoreOf(t, "postgres")
+	for _, tc := range []struct {
+		name, shift string
+		leasesOnClock bool
+		found         bool
+	}{
+		{"10 minutes slow", "-10m", false, true},
+		{"10 minutes fast", "10m", false, true},
+		{"control: store times from the fast workstation", "10m", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file, _ := l.file("shifted.txt")
+			env := append([]string{"SENDONCE_TEST_CLOCK_SHIFT=" + tc.shift}, liveEnv...)
+			if tc.leasesOnClock {
+				env = append(env, "SENDONCE_TEST_LEASES_ON_CLOCK=1")
+			}
+			args := []string{"deliver", "--app", "gajim", "--to", "Bob", "--dest-id", "xmpp:bob@localhost", "--file", file,
+				"--display", l.bed.display(t), "--staging", l.bed.staging(t), "--store", shared, "--provider-config", l.providerConfig(), "--json"}
+			out, code := cli(t, env, args...)
+			m := decode(t, out)
+			l.noteBundle(m)
+			key, _ := m["key"].(string)
+			if key == "" || (code != exitOK && code != exitUnknown) {
+				t.Fatalf("deliver: exit %d\n%s", code, describe(m))
+			}
+			object := recordedObject(t, shared, key)
+			t.Logf("clock %s: exit %d, %v, provider object %q", tc.shift, code, m["outcome"], object)
+			if tc.found && (code != exitOK || object == "") {
+				t.Errorf("with the clock %s: exit %d, object %q; want sent_verified bound to the provider's object", tc.shift, code, object)
+			}
+			if !tc.found && object != "" {
+				t.Errorf("the control found object %q; want the shifted window to miss it (the test could not fail)", object)
+			}
+		})
+	}
+}
