@@ -34,7 +34,7 @@ import (
 //
 // An unsafe worker sends without asking the gate: it exists so that a test can show
 // the checker catches duplicates.
-func Worker(ctx context.Context, storePath, sendsLog, task string, key gate.Key, lease time.Duration, unsafe bool) error {
+func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, key gate.Key, lease time.Duration, unsafe bool) error {
 	if unsafe {
 		time.Sleep(time.Duration(randInt(40)) * time.Millisecond)
 		return appendSendRaw(sendsLog, key, "0", "unsafe-"+task, task)
@@ -45,7 +45,7 @@ func Worker(ctx context.Context, storePath, sendsLog, task string, key gate.Key,
 	}
 	s := o.Store
 	defer s.Close()
-	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: task, Lease: lease})
+	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: task, Lease: lease, Origin: store.Origin{Workstation: workstation}})
 	if err != nil {
 		return err
 	}
@@ -120,6 +120,13 @@ type HistoryConfig struct {
 	// Store is a fresh empty store to run on (a PostgreSQL database, say); a SQLite
 	// file in the run's folder when "".
 	Store string
+	// Workstations splits the workers across that many workstation ids (ws-0, ws-1,
+	// ...), each claim recording its own; one (none named) when 0.
+	Workstations int
+	// DuringRound, when set, is called in a goroutine of its own as each round's workers
+	// start, and the round waits for it: a test's fault (a database restarted) lands
+	// while they run.
+	DuringRound func(round int)
 }
 
 // HistoryReport counts what a run did and what the checker found.
@@ -179,12 +186,23 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 		all = append(all, keys...)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
+		if cfg.DuringRound != nil {
+			wg.Add(1)
+			go func(round int) {
+				defer wg.Done()
+				cfg.DuringRound(round)
+			}(round)
+		}
 		for _, k := range keys {
 			for w := 0; w < cfg.Workers; w++ {
 				wg.Add(1)
+				ws := ""
+				if cfg.Workstations > 0 {
+					ws = fmt.Sprintf("ws-%d", w%cfg.Workstations)
+				}
 				go func(k gate.Key, task string) {
 					defer wg.Done()
-					kills, pauses, restarts := runWorker(ctx, cfg, storePath, sendsLog, task, k)
+					kills, pauses, restarts := runWorker(ctx, cfg, storePath, sendsLog, task, ws, k)
 					mu.Lock()
 					rep.Processes += 1 + restarts
 					rep.Kills, rep.Pauses, rep.Restarts = rep.Kills+kills, rep.Pauses+pauses, rep.Restarts+restarts
@@ -200,9 +218,10 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 
 // runWorker starts a worker and maybe kills it, pauses it past its lease, or restarts
 // it (the same task, resuming) after a kill.
-func runWorker(ctx context.Context, cfg HistoryConfig, storePath, sendsLog, task string, k gate.Key) (kills, pauses, restarts int) {
+func runWorker(ctx context.Context, cfg HistoryConfig, storePath, sendsLog, task, workstation string, k gate.Key) (kills, pauses, restarts int) {
 	for attempt := 0; attempt < 2; attempt++ {
-		cmd := exec.CommandContext(ctx, cfg.Exe, "scenarios", "worker", "--store", storePath, "--sends", sendsLog, "--task", task, "--key", k.String(), "--lease", cfg.Lease.String(), fmt.Sprintf("--unsafe=%v", cfg.Unsafe))
+		cmd := exec.CommandContext(ctx, cfg.Exe, "scenarios", "worker", "--store", storePath, "--sends", sendsLog, "--task", task, "--key", k.String(),
+			"--lease", cfg.Lease.String(), fmt.Sprintf("--unsafe=%v", cfg.Unsafe), "--workstation", workstation)
 		cmd.Env = append(os.Environ(), cfg.Env...)
 		if err := cmd.Start(); err != nil {
 			return

@@ -222,7 +222,7 @@ func TestLiveLookupUnderShiftedClock(t *testing.T) {
 	l := newLive(t)
 	shared := newStoreOf(t, "postgres")
 	for _, tc := range []struct {
-		name, shift string
+		name, shift   string
 		leasesOnClock bool
 		found         bool
 	}{

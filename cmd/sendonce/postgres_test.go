@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,47 @@ func newStoreOf(t *testing.T, kind string) string {
 // newPostgresDatabase makes an empty database, dropped when the test ends, and returns
 // its URL (no password: PGPASSFILE).
 func newPostgresDatabase(t *testing.T) string { return pgtest.Database(t) }
+
+// privatePostgres starts a PostgreSQL cluster of the test's own (testbed/postgres, in
+// a folder beside the shared test cluster's), for faults that would hit other tests'
+// databases: it returns the server's URL and a restart. PGPASSFILE names its password
+// for the rest of the test.
+func privatePostgres(t *testing.T) (server string, restart func()) {
+	t.Helper()
+	main := filepath.Dir(os.Getenv("PGPASSFILE")) // the shared cluster's PG_DIR
+	if os.Getenv("PGPASSFILE") == "" {
+		t.Fatal("no PGPASSFILE: start the shared test cluster first (scripts/test does)")
+	}
+	dir := filepath.Join(filepath.Dir(main), fmt.Sprintf(".postgres-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), os.Getpid()))
+	script := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command("../../testbed/postgres", args...)
+		cmd.Env = append(os.Environ(), "PG_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("testbed/postgres %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		cmd := exec.Command("../../testbed/postgres", "down")
+		cmd.Env = append(os.Environ(), "PG_DIR="+dir)
+		cmd.Run()
+	})
+	for _, line := range strings.Split(string(script("up")), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "SENDONCE_TEST_POSTGRES":
+			server = v
+		case "PGPASSFILE":
+			t.Setenv("PGPASSFILE", v)
+		}
+	}
+	if server == "" {
+		t.Fatal("testbed/postgres up printed no server")
+	}
+	return server, func() { script("restart") }
+}
 
 // corruptPostgres makes a shared store unreadable: its schema is renamed away.
 func corruptPostgres(loc string) error {

@@ -82,6 +82,7 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 	keyFlag := fs.String("key", "", "the `KEY`")
 	lease := fs.Duration("lease", time.Second, "the lease")
 	unsafe := fs.Bool("unsafe", false, "send without asking the gate (only to show that the checker catches duplicates)")
+	workstation := fs.String("workstation", "", "the workstation `ID` the claim records")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	return scenarios.Worker(ctx, path, *sends, *task, k, *lease, *unsafe)
+	return scenarios.Worker(ctx, path, *sends, *task, *workstation, k, *lease, *unsafe)
 }
 
 // cmdScenarioHistory runs the history checker and prints its counts.

@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/scenarios"
+	"github.com/sendonce/sendonce/store/postgres/pgtest"
 )
 
 // TestScenarios runs the policy suite (scenarios/scenarios.json): real processes of this
@@ -72,16 +74,32 @@ func TestHistoryChecker(t *testing.T) {
 func historyCheck(t *testing.T, kind string) {
 	cfg := scenarios.HistoryConfig{Exe: self(t), Env: []string{"SENDONCE_AS_CLI=1"}, Rounds: 3, Keys: 3, Workers: 4, Lease: 600 * time.Millisecond}
 	fresh := func() string { return "" }
+	restarted := 0
 	if kind == "postgres" {
-		cfg.Env = append(cfg.Env, "SENDONCE_STATE_DIR="+t.TempDir())
-		fresh = func() string { return newPostgresDatabase(t) }
+		// A cluster of its own, restarted in the middle of the second round while its
+		// workers (split across two workstations) run.
+		server, restart := privatePostgres(t)
+		cfg.Env = append(cfg.Env, "SENDONCE_STATE_DIR="+t.TempDir(), "PGPASSFILE="+os.Getenv("PGPASSFILE"))
+		cfg.Workstations = 2
+		cfg.DuringRound = func(round int) {
+			if round == 1 {
+				time.Sleep(150 * time.Millisecond)
+				restart()
+				restarted++
+			}
+		}
+		fresh = func() string { return pgtest.DatabaseOn(t, server) }
 	}
 	cfg.Store = fresh()
 	rep, err := scenarios.RunHistory(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: processes %d, kills %d, pauses %d, restarts %d, sends %d, resolved %d, duplicates %d", kind, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, rep.Sends, rep.Resolved, rep.Duplicates)
+	t.Logf("%s: processes %d, kills %d, pauses %d, restarts %d, server restarts %d, sends %d, resolved %d, duplicates %d", kind, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, restarted, rep.Sends, rep.Resolved, rep.Duplicates)
+	if kind == "postgres" && restarted != 1 {
+		t.Fatalf("the server was restarted %d times; want once, during the run", restarted)
+	}
+	cfg.DuringRound = nil
 	if len(rep.Violations) > 0 || rep.Duplicates > 0 {
 		t.Fatalf("violations: %v", rep.Violations)
 	}

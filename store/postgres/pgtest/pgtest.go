@@ -27,7 +27,13 @@ func Server(t testing.TB) string {
 // Database makes an empty database, dropped when the test ends, and returns its URL.
 func Database(t testing.TB) string {
 	t.Helper()
-	base := Server(t)
+	return DatabaseOn(t, Server(t))
+}
+
+// DatabaseOn makes an empty database on the server at base (a URL without a password),
+// dropped when the test ends, and returns its URL.
+func DatabaseOn(t testing.TB, base string) string {
+	t.Helper()
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatal(err)
