@@ -11,6 +11,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -175,6 +176,16 @@ func keyRecords(keys []gate.Key) []KeyRecord {
 	return out
 }
 
+// sortedKeys orders keys bound at one moment as Tx.KeysOf lists them: strong first,
+// then by key.
+func sortedKeys(keys []KeyRecord) []KeyRecord {
+	out := slices.Clone(keys)
+	slices.SortFunc(out, func(a, b KeyRecord) int {
+		return cmp.Or(cmp.Compare(a.Strength, b.Strength), cmp.Compare(a.Key, b.Key))
+	})
+	return slices.CompactFunc(out, func(a, b KeyRecord) bool { return a.Key == b.Key })
+}
+
 func strengthOf(keys []KeyRecord) gate.Strength {
 	for _, k := range keys {
 		if k.Strength == gate.Strong {
@@ -265,7 +276,8 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			return err
 		}
 		ids := distinctIntents(bound)
-		if len(ids) == 0 {
+		fresh := len(ids) == 0 // a new intent: nothing of it needs reading back
+		if fresh {
 			id, err := tx.NewIntent(now)
 			if err != nil {
 				return err
@@ -281,9 +293,11 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		refusals := make(map[int64]*gate.Refusal, len(ids))
 		var all []*gate.Refusal
 		for _, id := range ids {
-			in, err := tx.Intent(id)
-			if err != nil {
-				return err
+			var in gate.Intent // a new intent is at revision 0 with no attempt
+			if !fresh {
+				if in, err = tx.Intent(id); err != nil {
+					return err
+				}
 			}
 			states[id] = in
 			_, _, r := gate.Claim(in, req.Task, now, now.Add(lease), nextTokenOf(in), dispatchID)
@@ -331,14 +345,18 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 				}
 			}
 		}
-		if res.Keys, err = tx.KeysOf(target); err != nil {
+		if fresh {
+			res.Keys = sortedKeys(named) // as KeysOf lists them
+		} else if res.Keys, err = tx.KeysOf(target); err != nil {
 			return err
 		}
 		res.Strength = strengthOf(res.Keys)
 		in := states[target]
 		res.Previous = gate.StatusOf(in, now)
-		if res.Prior, err = latestRecord(tx, target); err != nil {
-			return err
+		if !fresh {
+			if res.Prior, err = latestRecord(tx, target); err != nil {
+				return err
+			}
 		}
 
 		if strictest != nil {

@@ -15,18 +15,29 @@ import (
 )
 
 // BenchmarkContended64 measures the time until all of 64 processes, started together
-// and claiming one key on one store, have their answer (exactly one grant).
+// and claiming one key on one store, have their answer (exactly one grant): on a SQLite
+// file, and on PostgreSQL (scripts/bench-postgres runs that one, with its server).
 func BenchmarkContended64(b *testing.B) {
+	b.Run("store=sqlite", func(b *testing.B) { contended64(b, b.TempDir()+"/s.db") })
+	b.Run("store=postgres", func(b *testing.B) {
+		if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
+			b.Fatal("no PostgreSQL: scripts/bench-postgres starts one")
+		}
+		b.Setenv("SENDONCE_STATE_DIR", b.TempDir())
+		contended64(b, newPostgresDatabase(b))
+	})
+}
+
+func contended64(b *testing.B, path string) {
 	const procs = 64
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := b.TempDir() + "/s.db"
 	initCmd := exec.Command(exe, "init", "--store", path)
 	initCmd.Env = append(os.Environ(), "SENDONCE_AS_CLI=1")
-	if err := initCmd.Run(); err != nil {
-		b.Fatal(err)
+	if out, err := initCmd.CombinedOutput(); err != nil {
+		b.Fatalf("init: %v: %s", err, out)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

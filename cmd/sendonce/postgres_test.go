@@ -39,7 +39,7 @@ func newStoreOf(t *testing.T, kind string) string {
 
 // newPostgresDatabase makes an empty database, dropped when the test ends, and returns
 // its URL (no password: PGPASSFILE).
-func newPostgresDatabase(t *testing.T) string { return pgtest.Database(t) }
+func newPostgresDatabase(t testing.TB) string { return pgtest.Database(t) }
 
 // privatePostgres starts a PostgreSQL cluster of the test's own (testbed/postgres, in
 // a folder beside the shared test cluster's), for faults that would hit other tests'
@@ -109,7 +109,7 @@ func TestSharedStoreSchemaRule(t *testing.T) {
 	}
 	defer db.Close()
 	// Schema 2 is schema 3 without the commit markers and the attempts' origins.
-	if _, err := db.Exec("DROP TABLE sendonce.commits; ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size, DROP COLUMN copied_from, DROP COLUMN source_token; UPDATE sendonce.schema_version SET version = 2"); err != nil {
+	if _, err := db.Exec("DROP TABLE sendonce.commits; ALTER TABLE sendonce.keys ADD FOREIGN KEY (intent_id) REFERENCES sendonce.intents(id); ALTER TABLE sendonce.attempts ADD FOREIGN KEY (intent_id) REFERENCES sendonce.intents(id); ALTER TABLE sendonce.crossings ADD FOREIGN KEY (token) REFERENCES sendonce.attempts(token); ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size, DROP COLUMN copied_from, DROP COLUMN source_token; UPDATE sendonce.schema_version SET version = 2"); err != nil {
 		t.Fatal(err)
 	}
 	out, code := cli(t, nil, "--json", "status", "--store", loc, "--key", key)

@@ -148,6 +148,9 @@ func downgrade(t *testing.T, u string) {
 	defer db.Close()
 	for _, st := range []string{
 		"DROP TABLE sendonce.commits",
+		"ALTER TABLE sendonce.keys ADD FOREIGN KEY (intent_id) REFERENCES sendonce.intents(id)",
+		"ALTER TABLE sendonce.attempts ADD FOREIGN KEY (intent_id) REFERENCES sendonce.intents(id)",
+		"ALTER TABLE sendonce.crossings ADD FOREIGN KEY (token) REFERENCES sendonce.attempts(token)",
 		"ALTER TABLE sendonce.attempts DROP COLUMN workstation, DROP COLUMN file_name, DROP COLUMN size, DROP COLUMN copied_from, DROP COLUMN source_token",
 		fmt.Sprintf("UPDATE sendonce.schema_version SET version = %d", SchemaVersion-1),
 	} {
