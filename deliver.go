@@ -309,7 +309,7 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		if req.App == "" {
 			return in, fieldError("app", errors.New("is required"))
 		}
-		p, err := driver.LoadProfile(req.App)
+		p, err := d.Client.profiles.Load(req.App)
 		if err != nil {
 			return in, fieldError("app", err)
 		}

@@ -185,3 +185,52 @@ func TestOneWallClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoAppNamesInCode: app-specific behaviour lives in profiles. No Go code outside
+// tests compares a profile's app, process or window name with a literal (an ==, != or
+// switch on .App, .Process, .WindowTitle or .Window against a string): a new app is a
+// new profile file, never a new branch.
+func TestNoAppNamesInCode(t *testing.T) {
+	fields := map[string]bool{"App": true, "Process": true, "WindowTitle": true, "Window": true}
+	named := func(e ast.Expr) bool {
+		sel, ok := e.(*ast.SelectorExpr)
+		return ok && fields[sel.Sel.Name]
+	}
+	literal := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		return ok && lit.Kind == token.STRING && lit.Value != `""`
+	}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata") {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BinaryExpr:
+				if (n.Op == token.EQL || n.Op == token.NEQ) && (named(n.X) && literal(n.Y) || named(n.Y) && literal(n.X)) {
+					t.Errorf("%s: compares an app's name with a literal: put the app's behaviour in its profile", fset.Position(n.Pos()))
+				}
+			case *ast.SwitchStmt:
+				if n.Tag != nil && named(n.Tag) {
+					for _, c := range n.Body.List {
+						for _, e := range c.(*ast.CaseClause).List {
+							if literal(e) {
+								t.Errorf("%s: switches on an app's name: put the app's behaviour in its profile", fset.Position(e.Pos()))
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

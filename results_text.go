@@ -252,3 +252,44 @@ func (r CopyResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "workstation %s keeps its id and sealing key in the state folder\n", r.Workstation)
 	}
 }
+
+// WriteText summarizes a valid profile.
+func (r ProfileCheckResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "profile %s (%s) is valid\nprocess %s", r.App, r.Source, r.Process)
+	if r.Window != "" {
+		fmt.Fprintf(w, ", window %q", r.Window)
+	}
+	fmt.Fprintln(w)
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "  %-17s %d step(s)", p.Name, p.Steps)
+		if p.Crosses != "" {
+			fmt.Fprintf(w, "; %s", p.Crosses)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "exactly one item, ours, before the send: %s\n", r.OneItemOurs)
+	if r.Confirms == "" {
+		fmt.Fprintln(w, "confirms a delivery: nothing on the screen (only the provider can)")
+	} else {
+		fmt.Fprintf(w, "confirms a delivery: %s\n", r.Confirms)
+	}
+}
+
+// WriteText lists the profiles, where each comes from, and which one is used.
+func (r ProfileListResult) WriteText(w io.Writer) {
+	for _, p := range r.Profiles {
+		note := ""
+		switch {
+		case p.Error != "":
+			note = "  INVALID, never used: " + p.Error
+		case p.ShadowedBy != "":
+			note = "  (not used: " + p.ShadowedBy + " comes first)"
+		case p.Shadows:
+			note = "  (used instead of the built-in)"
+		}
+		fmt.Fprintf(w, "%-12s %s%s\n", p.App, p.Source, note)
+	}
+	if len(r.Folders) > 0 {
+		fmt.Fprintf(w, "folders looked in, in order: %s, then the built-ins\n", strings.Join(r.Folders, ", "))
+	}
+}

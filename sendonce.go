@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/clock"
@@ -72,6 +73,10 @@ var (
 
 // Options tune a Client.
 type Options struct {
+	// ProfileDirs are the folders a delivery's App is looked up in (NAME.json), in
+	// order, before the built-in profiles. The CLI's default is
+	// $XDG_CONFIG_HOME/sendonce/profiles; a service's, its own folder's profiles/.
+	ProfileDirs []string
 	// LockTimeout is how long to wait for another process's transaction before failing
 	// closed. Default 10s.
 	LockTimeout time.Duration
@@ -99,6 +104,7 @@ type Options struct {
 // Client is an open store and the use cases on it. It is safe for use by one goroutine
 // at a time per operation; a Deliverer runs one delivery at a time.
 type Client struct {
+	profiles     driver.Profiles
 	store        *store.Store
 	where        string
 	schema       int
@@ -218,7 +224,7 @@ func newClient(o registry.Opened, opt Options, state, evidence string) *Client {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	return &Client{store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv,
+	return &Client{profiles: driver.Profiles{Dirs: opt.ProfileDirs}, store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv,
 		events: newNotifier(opt.Hook), clock: clock.Or(opt.Clock)}
 }
 

@@ -179,28 +179,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // LoadProfile reads a built-in profile by app name.
-func LoadProfile(app string) (*Profile, error) {
-	b, err := builtinProfiles.ReadFile("profiles/" + app + ".json")
-	if err != nil {
-		return nil, fmt.Errorf("unknown app %q (known: %s)", app, strings.Join(KnownApps(), ", "))
-	}
-	p, err := ParseProfile(b)
-	if err != nil {
-		return nil, err
-	}
-	p.Source = "built-in"
-	return p, nil
-}
+func LoadProfile(app string) (*Profile, error) { return Profiles{}.Load(app) }
 
 // KnownApps lists the built-in profiles.
-func KnownApps() []string {
-	entries, _ := builtinProfiles.ReadDir("profiles")
-	var out []string
-	for _, e := range entries {
-		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
-	}
-	return out
-}
+func KnownApps() []string { return builtinApps() }
 
 // ParseProfile reads and validates a profile.
 func ParseProfile(b []byte) (*Profile, error) {

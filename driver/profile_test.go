@@ -12,8 +12,11 @@ func TestBuiltinProfilesLoad(t *testing.T) {
 			t.Errorf("%s: %v", app, err)
 		}
 	}
-	if _, err := LoadProfile("nope"); err == nil || !strings.Contains(err.Error(), "known: gajim") {
-		t.Errorf("unknown app: %v", err)
+	_, err := LoadProfile("nope")
+	for _, app := range KnownApps() {
+		if err == nil || !strings.Contains(err.Error(), app) {
+			t.Errorf("an unknown app: %v; want every known one named (%s)", err, app)
+		}
 	}
 }
 

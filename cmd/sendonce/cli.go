@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/gate"
 )
 
@@ -88,6 +89,7 @@ type environment struct {
 	jsonOut      bool
 	logFormat    string
 	lockTimeout  time.Duration
+	profileDirs  []string // where profiles are looked up, when not the user's folder (serve)
 
 	log zerolog.Logger
 	// printed is set once a command printed its JSON object, so errors after it do not
@@ -122,6 +124,8 @@ func commands() []command {
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
+		{"profile check", "validate a profile file and say how it crosses the boundaries and proves a delivery", cmdProfileCheck},
+		{"profile list", "the profiles in the profiles folder and built in, and which one each name uses", cmdProfileList},
 		{"store copy", "move workstations' SQLite histories into the shared store, and retire them", cmdStoreCopy},
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
@@ -311,13 +315,31 @@ func (env *environment) stateDir(name string) string {
 	return ""
 }
 
+// profiles is where app profiles are looked up: the service's folder for serve, else
+// $XDG_CONFIG_HOME/sendonce/profiles (~/.config/sendonce/profiles), then the built-ins.
+func (env *environment) profiles() driver.Profiles {
+	if env.profileDirs != nil {
+		return driver.Profiles{Dirs: env.profileDirs}
+	}
+	dir := ""
+	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
+		dir = filepath.Join(d, "sendonce", "profiles")
+	} else if home := env.getenv("HOME"); home != "" {
+		dir = filepath.Join(home, ".config", "sendonce", "profiles")
+	}
+	if dir == "" {
+		return driver.Profiles{}
+	}
+	return driver.Profiles{Dirs: []string{dir}}
+}
+
 // options are the library options the global flags and the environment give.
 func (env *environment) options() sendonce.Options {
 	state := env.stateDirFlag
 	if loc, _ := env.storeLocation(); state == "" && sendonce.SharedStore(loc) {
 		state = env.stateDir("") // a shared store has no folder here: the user's state folder
 	}
-	o := sendonce.Options{LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
+	o := sendonce.Options{ProfileDirs: env.profiles().Dirs, LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
 	env.testClock(&o)
 	return o
 }
@@ -349,4 +371,12 @@ func (env *environment) logEvent(e sendonce.Event) {
 	default:
 		env.log.Info().Str("key", e.Key).Str("dispatch", e.DispatchID).Str("detail", e.Detail).Msg(e.Message)
 	}
+}
+
+// profileFolders names the folders profiles are looked up in, for help texts.
+func (env *environment) profileFolders() string {
+	if dirs := env.profiles().Dirs; len(dirs) > 0 {
+		return strings.Join(dirs, ", ")
+	}
+	return "$XDG_CONFIG_HOME/sendonce/profiles"
 }

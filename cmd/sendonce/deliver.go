@@ -21,15 +21,18 @@ import (
 
 // deliverFlags are deliver's inputs.
 type deliverFlags struct {
-	app, to, destID, file, task, display, staging string
-	providerConfig, replay                        string
-	lease, displayWait, sentItemTimeout           time.Duration
-	dryRun                                        bool
+	app, profile, to, destID, file, task, display, staging string
+	providerConfig, replay                                 string
+	lease, displayWait, sentItemTimeout                    time.Duration
+	dryRun                                                 bool
 }
 
 func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs := env.flags(name, "--app gajim --to TITLE --file PATH [--dest-id NS:ID] [--task ID] [--dry-run]")
-	fs.StringVar(&f.app, "app", "", "the chat app's profile: "+strings.Join(driver.KnownApps(), ", "))
+	fs.StringVar(&f.app, "app", "", "the chat app's profile, by `NAME` (a file NAME.json in "+env.profileFolders()+", else a built-in: "+strings.Join(driver.KnownApps(), ", ")+"; 'sendonce profile list')")
+	if name != "serve" { // a service's profiles come from its own folder, by name only
+		fs.StringVar(&f.profile, "profile", "", "the chat app's profile `FILE` (instead of --app; 'sendonce profile check FILE' checks one)")
+	}
 	fs.StringVar(&f.to, "to", "", "the destination's exact visible `TITLE`")
 	fs.StringVar(&f.destID, "dest-id", "", "the destination's provider id `NS:ID` (strong identity), e.g. xmpp:bob@example.org")
 	fs.StringVar(&f.file, "file", "", "the file to deliver")
@@ -57,15 +60,28 @@ func desktopCommands() []command {
 
 // request checks the flags a delivery needs and makes the library's request of them.
 func (f *deliverFlags) request(env *environment) (sendonce.DeliveryRequest, error) {
+	var profile *driver.Profile
 	switch {
+	case f.app != "" && f.profile != "":
+		return sendonce.DeliveryRequest{}, usagef("deliver: give --app NAME or --profile FILE, not both")
+	case f.profile != "":
+		p, err := driver.LoadProfileFile(f.profile)
+		if err != nil {
+			return sendonce.DeliveryRequest{}, usagef("deliver: --profile: %v ('sendonce profile check %s' says more)", err, f.profile)
+		}
+		profile = p
 	case f.app == "":
-		return sendonce.DeliveryRequest{}, usagef("deliver: --app is required (%s)", strings.Join(driver.KnownApps(), ", "))
+		return sendonce.DeliveryRequest{}, usagef("deliver: --app NAME or --profile FILE is required ('sendonce profile list' shows the profiles)")
 	case f.to == "":
 		return sendonce.DeliveryRequest{}, usagef("deliver: --to TITLE is required: the visible title is checked on screen before anything is sent")
 	case f.file == "":
 		return sendonce.DeliveryRequest{}, usagef("deliver: --file PATH is required")
 	}
-	req := sendonce.DeliveryRequest{App: f.app, Destination: sendonce.Destination{Title: f.to, ProviderID: f.destID},
+	app := f.app
+	if profile != nil {
+		app = profile.App
+	}
+	req := sendonce.DeliveryRequest{App: app, Profile: profile, Destination: sendonce.Destination{Title: f.to, ProviderID: f.destID},
 		Content: sendonce.Content{Path: f.file}, Task: f.task, Display: f.display, Staging: f.staging, Lease: f.lease,
 		DisplayWait: f.displayWait, SentItemTimeout: f.sentItemTimeout, ProviderConfig: f.providerConfig, DryRun: f.dryRun}
 	var err error

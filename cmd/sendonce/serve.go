@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce"
-	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/service"
 )
 
@@ -43,7 +42,15 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("serve: --tls-cert and --tls-key go together")
 	}
-	profile, err := driver.LoadProfile(f.app)
+	loc, err := env.storeLocation()
+	if err != nil {
+		return err
+	}
+	// The service's profiles come from its own folder (then the built-ins): never from a
+	// request, nor from the folders of the user who started it.
+	state := env.serviceDir(loc)
+	env.profileDirs = []string{filepath.Join(state, "profiles")}
+	profile, err := env.profiles().Load(f.app)
 	if err != nil {
 		return usagef("serve: --app: %v", err)
 	}
@@ -55,7 +62,6 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer c.Close()
-	state := env.serviceDir(c)
 	if *listen == "" {
 		*listen = "unix:" + filepath.Join(state, "sendonce.sock")
 	}
@@ -154,17 +160,17 @@ func (env *environment) keepTidy(ctx context.Context, srv *service.Server, cfg s
 
 // serviceDir is where the service keeps its socket, tokens and uploads: --state-dir,
 // else the store's folder.
-func (env *environment) serviceDir(c *sendonce.Client) string {
+func (env *environment) serviceDir(loc string) string {
 	if env.stateDirFlag != "" {
 		return env.stateDirFlag
 	}
 	if d := env.getenv("SENDONCE_STATE_DIR"); d != "" {
 		return d
 	}
-	if sendonce.SharedStore(c.Store()) {
+	if sendonce.SharedStore(loc) {
 		return env.options().StateDir // a shared store has no folder here
 	}
-	return filepath.Dir(c.Store())
+	return filepath.Dir(loc)
 }
 
 // sameStore is the guard asked before each request: the store file is the one the
@@ -285,7 +291,7 @@ func (env *environment) tokenCommand(ctx context.Context, name string, args []st
 		if err != nil {
 			return err
 		}
-		*tokens = filepath.Join(env.serviceDir(c), "tokens.json")
+		*tokens = filepath.Join(env.serviceDir(c.Store()), "tokens.json")
 		c.Close()
 	}
 	res, err := op(*tokens, rest)

@@ -36,3 +36,26 @@ func cmdStoreCopy(ctx context.Context, env *environment, args []string) error {
 	env.print(res)
 	return nil
 }
+
+func cmdProfileCheck(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("profile check", "FILE")
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	res, err := sendonce.CheckProfile(pos[0])
+	if err != nil {
+		return err
+	}
+	env.print(res)
+	return nil
+}
+
+func cmdProfileList(ctx context.Context, env *environment, args []string) error {
+	fs := env.flags("profile list", "")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	env.print(sendonce.ListProfiles(env.profiles().Dirs))
+	return nil
+}

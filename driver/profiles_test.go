@@ -1,0 +1,83 @@
+package driver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// minimal is the smallest valid profile, for an app named app.
+func minimal(app string) string {
+	return `{"app":"` + app + `","process":"` + app + `",
+	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
+	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+}
+
+// TestProfilesFromFolders: a profile is a file in a folder, looked up before the
+// built-ins: it adds an app, or shadows a built-in of the same name; an invalid or
+// misnamed file is never used, and says why.
+func TestProfilesFromFolders(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	builtin := KnownApps()[0]
+	write := func(dir, name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	mine := write(first, "mychat.json", minimal("mychat"))
+	shadow := write(first, builtin+".json", minimal(builtin))
+	write(second, "mychat.json", minimal("mychat")) // hidden by the first folder's
+	write(first, "broken.json", `{"app":"broken","process":"broken"}`)
+	write(first, "misnamed.json", minimal("othername"))
+	ps := Profiles{Dirs: []string{first, second}}
+
+	p, err := ps.Load("mychat")
+	if err != nil || p.Source != mine {
+		t.Fatalf("mychat: %v from %q; want it from %s", err, p.Source, mine)
+	}
+	if p, err := ps.Load(builtin); err != nil || p.Source != shadow {
+		t.Fatalf("%s: %v; want the folder's file to shadow the built-in", builtin, err)
+	}
+	if p, err := (Profiles{}).Load(builtin); err != nil || p.Source != "built-in" {
+		t.Fatalf("%s with no folder: %v; want the built-in", builtin, err)
+	}
+	for name, want := range map[string]string{
+		"broken":   "phase choose_file must hold exactly 1 may_submit step",
+		"misnamed": `its app is "othername"`,
+		"../x":     "not a profile name",
+		"absent":   "no profile",
+	} {
+		if _, err := ps.Load(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error saying %q", name, err, want)
+		}
+	}
+
+	got := map[string]ProfileEntry{}
+	for _, e := range ps.List() {
+		got[e.Source] = e
+	}
+	switch {
+	case !got[shadow].Shadows:
+		t.Errorf("list: %s does not say it shadows the built-in: %+v", shadow, got[shadow])
+	case got["built-in"].ShadowedBy != shadow:
+		t.Errorf("list: the built-in %s does not say %s is used instead: %+v", builtin, shadow, got["built-in"])
+	case got[filepath.Join(second, "mychat.json")].ShadowedBy != mine:
+		t.Errorf("list: the second folder's mychat does not say the first's is used")
+	case got[filepath.Join(first, "broken.json")].Error == "" || got[filepath.Join(first, "misnamed.json")].Error == "":
+		t.Errorf("list: the broken and misnamed files are not flagged: %+v", got)
+	}
+}
+
+// TestProfileErrorsNameWhere: a profile's error names the phase, the step and the field.
+func TestProfileErrorsNameWhere(t *testing.T) {
+	bad := strings.Replace(minimal("x"), `"class":"submit"`, `"class":"harmless"`, 1)
+	_, err := ParseProfile([]byte(bad))
+	for _, want := range []string{"send step 1", "(s)", "class"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v; want it to name %q", err, want)
+		}
+	}
+}
