@@ -99,13 +99,15 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 
 // cmdScenarioHistory runs the history checker and prints its counts.
 func cmdScenarioHistory(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("scenarios history", "[--rounds N] [--keys N] [--workers N] [--lease DUR]")
+	fs := env.flags("scenarios history", "[--rounds N] [--keys N] [--workers N] [--lease DUR] [--store URL --workstations N]")
 	cfg := scenarios.HistoryConfig{}
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds, each with fresh keys")
 	fs.IntVar(&cfg.Keys, "keys", 3, "keys per round")
 	fs.IntVar(&cfg.Workers, "workers", 4, "worker processes per key per round")
 	fs.DurationVar(&cfg.Lease, "lease", 600*time.Millisecond, "the workers' lease")
 	fs.BoolVar(&cfg.Unsafe, "unsafe", false, "a control run: workers skip the gate, and the checker must report duplicates")
+	fs.IntVar(&cfg.Workstations, "workstations", 0, "split the workers across this many workstation ids")
+	fs.StringVar(&cfg.Store, "run-store", "", "a fresh empty store to run on (a PostgreSQL database's `URL`; a SQLite file in a temporary folder when empty)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
