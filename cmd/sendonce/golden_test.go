@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
 )
 
 // The --json objects the CLI prints are the contract agents parse: these tests pin them,
