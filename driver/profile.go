@@ -137,6 +137,21 @@ type Step struct {
 	Suffix bool `json:"suffix,omitempty"`
 }
 
+// couldSubmit says how a step could submit what the send page holds, or "": a key or
+// typed text with Return or Enter, or a click that is not inside a named dialog.
+func couldSubmit(s Step) string {
+	keys := strings.ToLower(s.Keys)
+	switch {
+	case s.Do == "key" && (strings.Contains(keys, "return") || strings.Contains(keys, "enter")):
+		return "presses " + s.Keys
+	case (s.Do == "type_text" || s.Do == "type_path") && strings.ContainsAny(s.Text, "\r\n"):
+		return "types a line break"
+	case s.Do == "click_offset", s.Do == "click_text" && s.Window == "":
+		return "clicks outside a named dialog"
+	}
+	return ""
+}
+
 // stepKind says whether a step kind exists and whether it sends input. The kinds:
 //
 //	key               press Keys
@@ -219,8 +234,19 @@ func (p *Profile) validate() error {
 	}
 	for _, ph := range phases {
 		count := map[evidence.Class]int{}
+		// Once the file is chosen (after choose_file's crossing) and on the send page
+		// (send), a safe step could send it: it may not submit by another name.
+		chosen := ph.name == "send"
 		for i, s := range ph.steps {
 			where := fmt.Sprintf("profile %s: %s step %d (%s)", p.App, ph.name, i+1, s.Name)
+			if chosen && s.Class == evidence.Safe {
+				if why := couldSubmit(s); why != "" {
+					return fmt.Errorf("%s: a safe step %s once the file is chosen, and that could send it: make it the phase's crossing step, or drop it", where, why)
+				}
+			}
+			if s.Class == evidence.MaySubmit {
+				chosen = true
+			}
 			input, ok := stepKind(s.Do)
 			switch {
 			case !ok:

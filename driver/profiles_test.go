@@ -81,3 +81,36 @@ func TestProfileErrorsNameWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeStepsThatCouldSend: once the file is chosen, and on the send page, a step
+// labelled safe may not press Return or Enter, type a line break, or click outside a
+// named dialog: each could send the file under a safe label. Before the file is chosen,
+// and inside a named dialog, they may.
+func TestSafeStepsThatCouldSend(t *testing.T) {
+	profile := func(chooseAfter, sendBefore string) string {
+		return `{"app":"x","process":"x",
+		 "choose_file":[{"name":"pick","do":"key","keys":"Return","class":"safe"},
+		   {"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}` + chooseAfter + `],
+		 "send":[` + sendBefore + `{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+	}
+	for name, tc := range map[string]struct {
+		after, before string
+		want          string
+	}{
+		"Return after the file is chosen": {after: `,{"name":"confirm","do":"key","keys":"KP_Enter","class":"safe"}`, want: "presses KP_Enter"},
+		"a click on the send page":        {before: `{"name":"focus","do":"click_text","text":"Send","class":"safe"},`, want: "clicks outside a named dialog"},
+		"a click at an offset":            {before: `{"name":"focus","do":"click_offset","offset":{"X":5,"Y":5},"class":"safe"},`, want: "clicks outside a named dialog"},
+		"a typed line break":              {before: `{"name":"caption","do":"type_text","text":"hi\n","class":"safe"},`, want: "types a line break"},
+		"ctrl+Return in send":             {before: `{"name":"x","do":"key","keys":"ctrl+Return","class":"safe"},`, want: "presses ctrl+Return"},
+		"a click inside a named dialog":   {before: `{"name":"ok","do":"click_text","text":"OK","window":"Warning","class":"safe"},`},
+		"a wait on the send page":         {before: `{"name":"w","do":"wait_text","text":"x","class":"safe"},`},
+	} {
+		_, err := ParseProfile([]byte(profile(tc.after, tc.before)))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v; want it accepted", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v; want it refused: %q", name, err, tc.want)
+		}
+	}
+}
