@@ -431,3 +431,32 @@ func TestBundleVerifiesAfterStoreCopy(t *testing.T) {
 		t.Fatalf("the workstation on the shared store: %+v, %v; want the one the SQLite store had", ws, err)
 	}
 }
+
+// TestMislabelledSendEndsUnknown: a profile whose send click is labelled safe, given to
+// the library as a value (no validation sees it), drives a replayed delivery that did
+// send. The evidence outranks the label: the outcome is send_status_unknown, never
+// not_sent, and the key stays consumed.
+func TestMislabelledSendEndsUnknown(t *testing.T) {
+	r := newReplayed(t, "verified-text-file", sendonce.Options{})
+	p, err := driver.LoadProfile(r.fx.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range p.Send {
+		if s.Class == evidence.Submit {
+			p.Send[i].Class, p.Send[i].Crosses = evidence.Safe, ""
+		}
+	}
+	r.req.Profile = p
+	res, err := r.deliverer().Deliver(context.Background(), r.req)
+	if err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	if res.Outcome != string(gate.SendStatusUnknown) {
+		t.Fatalf("a send click labelled safe: outcome %s (%v); want send_status_unknown", res.Outcome, res.Reasons)
+	}
+	again, err := r.deliverer().Deliver(context.Background(), r.req)
+	if !errors.Is(err, sendonce.ErrConsumed) {
+		t.Fatalf("a second delivery: %s, %v; want it refused as consumed", again.Outcome, err)
+	}
+}
