@@ -293,3 +293,22 @@ func (r ProfileListResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "folders looked in, in order: %s, then the built-ins\n", strings.Join(r.Folders, ", "))
 	}
 }
+
+// WriteText lists each check, and what to fix for those that failed.
+func (r DoctorResult) WriteText(w io.Writer) {
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s %-8s %s\n", mark, c.Name, c.Saw)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "     fix: %s\n", c.Fix)
+		}
+	}
+	if r.Ready {
+		fmt.Fprintln(w, "a delivery could start")
+	} else {
+		fmt.Fprintln(w, "a delivery could not start: fix what failed above")
+	}
+}

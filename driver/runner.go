@@ -181,24 +181,33 @@ func (r *Runner) finalReads(ctx context.Context) {
 // findWindow picks the app's main window by process, title and visibility, and refuses
 // when that leaves none or more than one.
 func (r *Runner) findWindow(ctx context.Context) error {
-	ws, err := r.Driver.Windows(ctx)
+	w, err := FindWindow(ctx, r.Driver, r.Profile)
+	if err == nil {
+		r.window = w
+	}
+	return err
+}
+
+// FindWindow finds the profile's one main window on the display: viewable, of the
+// profile's process, with its title. None, or more than one, is ErrWindow.
+func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
+	ws, err := d.Windows(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: listing windows: %v", ErrWindow, err)
+		return Window{}, fmt.Errorf("%w: listing windows: %v", ErrWindow, err)
 	}
 	var found []Window
 	for _, w := range ws {
-		if w.Process == r.Profile.Process && w.Viewable && (r.Profile.WindowTitle == "" || w.Title == r.Profile.WindowTitle) {
+		if w.Process == p.Process && w.Viewable && (p.WindowTitle == "" || w.Title == p.WindowTitle) {
 			found = append(found, w)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return fmt.Errorf("%w: no viewable %s window titled %q: is %s running on this display?", ErrWindow, r.Profile.Process, r.Profile.WindowTitle, r.Profile.App)
+		return Window{}, fmt.Errorf("%w: no viewable %s window titled %q: is %s running on this display?", ErrWindow, p.Process, p.WindowTitle, p.App)
 	case 1:
-		r.window = found[0]
-		return nil
+		return found[0], nil
 	}
-	return fmt.Errorf("%w: %d viewable %s windows titled %q; refusing to guess which one", ErrWindow, len(found), r.Profile.Process, r.Profile.WindowTitle)
+	return Window{}, fmt.Errorf("%w: %d viewable %s windows titled %q; refusing to guess which one", ErrWindow, len(found), p.Process, p.WindowTitle)
 }
 
 func (r *Runner) frame(ctx context.Context) (string, *image.RGBA) {

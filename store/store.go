@@ -1101,3 +1101,9 @@ func KeepAlive(ctx context.Context, interval time.Duration, stop context.CancelF
 	}()
 	return done
 }
+
+// Probe takes the store's write lock in a transaction that changes nothing of its
+// history, and releases it: whether the store could be written now (doctor).
+func (s *Store) Probe(ctx context.Context) error {
+	return s.update(ctx, func(Tx) error { return nil })
+}

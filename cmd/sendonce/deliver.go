@@ -55,6 +55,7 @@ func desktopCommands() []command {
 	return []command{
 		{"deliver", "deliver a file through a chat app, at most once, with evidence", cmdDeliver},
 		{"record", "deliver, recording the desktop into a replay fixture", cmdRecordFixture},
+		{"doctor", "check what a delivery needs (display, OCR, store, staging, profile, window, provider) and say what to fix", cmdDoctor},
 	}
 }
 

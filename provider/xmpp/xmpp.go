@@ -363,3 +363,34 @@ func (p *Provider) mechanisms() []sasl.Mechanism {
 	}
 	return ms
 }
+
+// Check logs in and reads the account's archiving preferences, sending nothing: what
+// `sendonce doctor` asks of a configured account. It says what it saw.
+func (p *Provider) Check(ctx context.Context) (string, error) {
+	if err := p.cfg.validate(); err != nil {
+		return "", fmt.Errorf("xmpp provider: %w", err)
+	}
+	timeout := p.cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	account, _ := jid.Parse(p.cfg.JID) // validated above
+	account = account.Bare()
+	sess, err := p.connect(ctx, account)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s could not log in: %s", account, p.describe(ctx, err))))
+	}
+	defer sess.close()
+	prefs, err := sess.archivePrefs(ctx)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s logged in, but its archiving preferences could not be read: %s", account, p.describe(ctx, err))))
+	}
+	covers, why := prefsCover(prefs, nil, jid.JID{})
+	saw := fmt.Sprintf("%s logged in; its archive keeps %q by default", account, prefs.Default)
+	if !covers {
+		saw += " (" + why + ")"
+	}
+	return saw, nil
+}

@@ -1,0 +1,229 @@
+package sendonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/internal/files"
+	"github.com/sendonce/sendonce/provider/registry"
+	storereg "github.com/sendonce/sendonce/store/registry"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// DoctorRequest is what a delivery would use; doctor checks each part of it.
+type DoctorRequest struct {
+	Store          string          // the store's location
+	App            string          // a profile by name (Options.ProfileDirs, then built in)
+	Profile        *driver.Profile // or a profile already loaded (--profile FILE)
+	Display        string
+	Staging        string
+	ProviderConfig string // the provider account; its environment variables when ""
+}
+
+// Desktop is how doctor reaches the screen: the same two parts a Deliverer uses. A nil
+// OCR with OCRError says why the OCR engine could not start.
+type Desktop struct {
+	OpenDesktop func(ctx context.Context, display string) (driver.Driver, func(), error)
+	OCR         vision.OCR
+	OCRError    error
+}
+
+// DoctorCheck is one check: what it looked at, whether a delivery could use it, what it
+// saw, and what to do when not.
+type DoctorCheck struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	Saw  string `json:"saw"`
+	Fix  string `json:"fix,omitempty"`
+}
+
+// DoctorResult is every check; Ready when a delivery could start.
+type DoctorResult struct {
+	Ready  bool          `json:"ready"`
+	Checks []DoctorCheck `json:"checks"`
+}
+
+// Doctor checks, functionally, what a delivery needs, and says what to fix: the
+// display and its size, the OCR engine (reading the profile's title region), the store
+// (opens, schema, a write lock taken and released), the staging folder (the local
+// rules), the profile and the app's window, and the provider account when one is
+// configured (logs in, reads its archiving preferences). It claims nothing, writes no
+// event, and sends no input to the desktop (its driver refuses input).
+func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) DoctorResult {
+	var out DoctorResult
+	add := func(name string, err error, saw, fix string) {
+		c := DoctorCheck{Name: name, OK: err == nil, Saw: saw}
+		if err != nil {
+			c.Saw, c.Fix = err.Error(), fix
+		}
+		out.Checks = append(out.Checks, c)
+	}
+
+	add(doctorStore(ctx, req.Store, opt))
+	add(doctorStaging(req.Staging))
+
+	p := req.Profile
+	var perr error
+	if p == nil {
+		p, perr = driver.Profiles{Dirs: opt.ProfileDirs}.Load(req.App)
+	}
+	if perr != nil {
+		add("profile", perr, "", "give --app with a profile 'sendonce profile list' shows, or --profile FILE ('sendonce profile check FILE' says what is wrong)")
+	} else {
+		add("profile", nil, fmt.Sprintf("%s (%s)", p.App, p.Source), "")
+	}
+
+	drv, closeDesktop, err := desk.OpenDesktop(ctx, req.Display)
+	if err != nil {
+		add("display", err, "", "start the X server, or give --display (and XAUTHORITY for its cookie)")
+		add("window", errors.New("not looked for: no display"), "", "fix the display first")
+	} else {
+		defer closeDesktop()
+		drv = noInput{drv}
+		b := drv.Bounds()
+		add("display", nil, fmt.Sprintf("%s, %dx%d", req.Display, b.Dx(), b.Dy()), "")
+		var w driver.Window
+		werr := errors.New("not looked for: the profile is not valid")
+		if p != nil {
+			w, werr = driver.FindWindow(ctx, drv, p)
+		}
+		add("window", werr, fmt.Sprintf("%s window %q at %v", w.Process, w.Title, w.Bounds), "start the app and log in on that display, with its main window visible")
+		if werr == nil {
+			add(doctorOCR(ctx, drv, desk, p, w))
+		}
+	}
+	if !hasCheck(out, "ocr") {
+		switch {
+		case desk.OCRError != nil:
+			add("ocr", desk.OCRError, "", "install Tesseract and its English data (Debian: tesseract-ocr tesseract-ocr-eng)")
+		case desk.OCR == nil:
+			add("ocr", errors.New("no OCR engine"), "", "install Tesseract and its English data (Debian: tesseract-ocr tesseract-ocr-eng)")
+		}
+	}
+	if req.ProviderConfig != "" || opt.Getenv != nil && opt.Getenv("SENDONCE_XMPP_JID") != "" {
+		add(doctorProvider(ctx, req.ProviderConfig, opt))
+	}
+	out.Ready = true
+	for _, c := range out.Checks {
+		out.Ready = out.Ready && c.OK
+	}
+	return out
+}
+
+func hasCheck(r DoctorResult, name string) bool {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// doctorStore opens the store, reads its id and takes its write lock once, changing
+// nothing.
+func doctorStore(ctx context.Context, loc string, opt Options) (string, error, string, string) {
+	fix := "run 'sendonce init --store LOCATION' (or 'init --upgrade' after an upgrade), or fix what the error names"
+	o, err := storereg.Open(ctx, loc, registryOptions(opt))
+	if err != nil {
+		return "store", err, "", fix
+	}
+	defer o.Store.Close()
+	id, err := o.Store.StoreID(ctx)
+	if err == nil {
+		err = o.Store.Probe(ctx)
+	}
+	if err != nil {
+		return "store", err, "", "the store opened but could not be written: another process holds it, or the disk or the database refuses writes"
+	}
+	return "store", nil, fmt.Sprintf("%s, schema %d, id %s, writable", o.Display, o.SchemaVersion, id), ""
+}
+
+// doctorStaging applies the staging folder's rules without making anything.
+func doctorStaging(dir string) (string, error, string, string) {
+	fix := "use a folder only you can write (default $XDG_STATE_HOME/sendonce/staging); the app's user reads snapshots through the folder's group"
+	if dir == "" {
+		return "staging", errors.New("no staging folder given"), "", fix
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "staging", err, "", fix
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		return "staging", nil, abs + " does not exist yet: deliver makes it (0700)", ""
+	}
+	real, err := files.CheckPrivateDir(abs, os.Getuid())
+	if err != nil {
+		return "staging", fmt.Errorf("staging folder %s refused: %v", dir, err), "", fix
+	}
+	return "staging", nil, real + " follows the rules", ""
+}
+
+// doctorOCR reads the profile's title region of the app's window.
+func doctorOCR(ctx context.Context, drv driver.Driver, desk Desktop, p *driver.Profile, w driver.Window) (string, error, string, string) {
+	fix := "install Tesseract and its English data (Debian: tesseract-ocr tesseract-ocr-eng)"
+	if desk.OCR == nil {
+		err := desk.OCRError
+		if err == nil {
+			err = errors.New("no OCR engine")
+		}
+		return "ocr", err, "", fix
+	}
+	r := vision.Reader{Screen: drv, OCR: desk.OCR}
+	region := p.Title.Region.In(w.Bounds)
+	look, err := r.Read(ctx, region, p.Title.Prep, p.Title.OCRMode())
+	if err != nil {
+		return "ocr", err, "", fix
+	}
+	var words []string
+	for _, wd := range look.Words {
+		words = append(words, wd.Text)
+	}
+	// The title region is empty while no conversation is open: the whole window must
+	// read as text, or the engine (or its language data) does not work.
+	all, err := r.Read(ctx, w.Bounds, vision.Prep{}, vision.Sparse)
+	if err != nil {
+		return "ocr", err, "", fix
+	}
+	if len(all.Words) == 0 {
+		return "ocr", fmt.Errorf("the OCR engine read no word in the whole %s window", p.App), "", fix
+	}
+	return "ocr", nil, fmt.Sprintf("%d words in the window; the title region %v reads %q", len(all.Words), region.Sub(w.Bounds.Min), strings.Join(words, " ")), ""
+}
+
+// doctorProvider logs in to the provider account and reads its archive settings.
+func doctorProvider(ctx context.Context, config string, opt Options) (string, error, string, string) {
+	fix := "check the account file (--provider-config: jid, password, addr) or SENDONCE_XMPP_*; the server must be reachable"
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	p, err := registry.Open("xmpp", config, getenv)
+	if err != nil {
+		return "provider", err, "", fix
+	}
+	c, ok := p.(interface {
+		Check(context.Context) (string, error)
+	})
+	if !ok {
+		return "provider", errors.New("this provider cannot be checked"), "", fix
+	}
+	saw, err := c.Check(ctx)
+	return "provider", err, saw, fix
+}
+
+// noInput is doctor's desktop: it can look, never act.
+type noInput struct{ driver.Driver }
+
+var errNoInput = errors.New("doctor sends no input")
+
+func (noInput) Activate(context.Context, driver.Window) error { return errNoInput }
+func (noInput) Click(context.Context, image.Point) error      { return errNoInput }
+func (noInput) Key(context.Context, string) error             { return errNoInput }
+func (noInput) Type(context.Context, string) error            { return errNoInput }

@@ -1,0 +1,65 @@
+package sendonce_test
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"image/draw"
+	"path/filepath"
+	"testing"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// lookOnly is a desktop with one app window that counts every input it is sent.
+type lookOnly struct {
+	win    driver.Window
+	inputs int
+}
+
+func (d *lookOnly) Windows(context.Context) ([]driver.Window, error) {
+	return []driver.Window{d.win}, nil
+}
+func (d *lookOnly) Activate(context.Context, driver.Window) error { d.inputs++; return nil }
+func (d *lookOnly) Click(context.Context, image.Point) error      { d.inputs++; return nil }
+func (d *lookOnly) Key(context.Context, string) error             { d.inputs++; return nil }
+func (d *lookOnly) Type(context.Context, string) error            { d.inputs++; return nil }
+func (d *lookOnly) Bounds() image.Rectangle                       { return image.Rect(0, 0, 1280, 800) }
+func (d *lookOnly) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	img := image.NewRGBA(r)
+	draw.Draw(img, r, image.NewUniform(color.White), image.Point{}, draw.Src)
+	return img, nil
+}
+
+// oneWord reads "Gajim" anywhere.
+type oneWord struct{}
+
+func (oneWord) Recognize(context.Context, image.Image, vision.Mode) ([]vision.Word, error) {
+	return []vision.Word{{Text: "Gajim", Box: image.Rect(10, 10, 60, 30), Confidence: 95}}, nil
+}
+
+// TestDoctorSendsNoInput: a doctor run that passes every check sends the desktop no
+// input at all: it only lists windows and captures the screen.
+func TestDoctorSendsNoInput(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "sendonce.db")
+	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := driver.LoadProfile(driver.KnownApps()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk := &lookOnly{win: driver.Window{ID: 1, Title: p.WindowTitle, Process: p.Process, Viewable: true, Bounds: image.Rect(0, 19, 1280, 800)}}
+	res := sendonce.Doctor(ctx, sendonce.DoctorRequest{Store: loc, Profile: p, Display: ":fake", Staging: filepath.Join(dir, "staging")}, sendonce.Options{},
+		sendonce.Desktop{OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return desk, func() {}, nil }, OCR: oneWord{}})
+	if !res.Ready {
+		t.Fatalf("doctor: %+v; want every check to pass on this desktop", res)
+	}
+	if desk.inputs != 0 {
+		t.Fatalf("doctor sent %d input event(s) to the desktop; want none", desk.inputs)
+	}
+}
