@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +20,18 @@ var builtinProfiles embed.FS
 // Profile is how to deliver a file through one chat app, as data: a new app needs a new
 // profile, not new Go code.
 type Profile struct {
-	App              string `json:"app"`
-	Process          string `json:"process"`      // the app's process name, to pick its window
-	WindowTitle      string `json:"window_title"` // the main window's title
-	UploadLimitBytes int64  `json:"upload_limit_bytes"`
+	App         string `json:"app"`
+	Process     string `json:"process"`      // the app's process name, to pick its window
+	WindowTitle string `json:"window_title"` // the main window's title
+	// Processes and ProcessPattern match other process names too (apps name their
+	// processes differently from their packages); WindowTitlePattern matches the main
+	// window's title instead of WindowTitle. Patterns match the whole name.
+	Processes          []string `json:"processes,omitempty"`
+	ProcessPattern     string   `json:"process_pattern,omitempty"`
+	WindowTitlePattern string   `json:"window_title_pattern,omitempty"`
+	UploadLimitBytes   int64    `json:"upload_limit_bytes"`
+	// Timings are the runner's waits, for an app slower or faster than the defaults.
+	Timings Timings `json:"timings"`
 	// Title is where the conversation's visible title is read.
 	Title Read `json:"title"`
 	// Chat is where sent items show; SendPage is where the send page lists chosen files.
@@ -51,6 +61,54 @@ type Profile struct {
 	// evidence bundle records both.
 	Text   []byte `json:"-"`
 	Source string `json:"-"`
+}
+
+// Timings are the waits the runner makes; zero keeps each default.
+type Timings struct {
+	StepTimeout   Duration `json:"step_timeout"`   // a step's wait when it names none (10s)
+	TitleDeadline Duration `json:"title_deadline"` // how long the title may take to read the same twice (4s)
+	EscapeSettle  Duration `json:"escape_settle"`  // after each Escape of escape_text (400ms)
+	WindowClose   Duration `json:"window_close"`   // for a window to close after its Escape (3s)
+	FocusSettle   Duration `json:"focus_settle"`   // after activating a window, before its key (200ms)
+}
+
+func or(d Duration, def time.Duration) time.Duration {
+	if d.Duration > 0 {
+		return d.Duration
+	}
+	return def
+}
+
+func (t Timings) stepTimeout() time.Duration   { return or(t.StepTimeout, 10*time.Second) }
+func (t Timings) titleDeadline() time.Duration { return or(t.TitleDeadline, 4*time.Second) }
+func (t Timings) escapeSettle() time.Duration  { return or(t.EscapeSettle, 400*time.Millisecond) }
+func (t Timings) windowClose() time.Duration   { return or(t.WindowClose, 3*time.Second) }
+func (t Timings) focusSettle() time.Duration   { return or(t.FocusSettle, 200*time.Millisecond) }
+
+func (t Timings) validate(app string) error {
+	for name, d := range map[string]Duration{"step_timeout": t.StepTimeout, "title_deadline": t.TitleDeadline,
+		"escape_settle": t.EscapeSettle, "window_close": t.WindowClose, "focus_settle": t.FocusSettle} {
+		if d.Duration < 0 || d.Duration > 10*time.Minute {
+			return fmt.Errorf("profile %s: timings.%s %v is out of range (0 for the default, at most 10m)", app, name, d.Duration)
+		}
+	}
+	return nil
+}
+
+// matchesProcess says whether a window's process is the app's.
+func (p *Profile) matchesProcess(name string) bool {
+	if name == p.Process || slices.Contains(p.Processes, name) {
+		return true
+	}
+	return p.ProcessPattern != "" && regexp.MustCompile(`^(?:`+p.ProcessPattern+`)$`).MatchString(name)
+}
+
+// matchesTitle says whether a window's title is the app's main window's.
+func (p *Profile) matchesTitle(title string) bool {
+	if p.WindowTitlePattern != "" {
+		return regexp.MustCompile(`^(?:` + p.WindowTitlePattern + `)$`).MatchString(title)
+	}
+	return p.WindowTitle == "" || title == p.WindowTitle
 }
 
 // Mark is text that shows in a region while something is on screen.
@@ -212,8 +270,16 @@ func ParseProfile(b []byte) (*Profile, error) {
 }
 
 func (p *Profile) validate() error {
-	if p.App == "" || p.Process == "" {
-		return fmt.Errorf("profile: app and process are required")
+	if p.App == "" || p.Process == "" && len(p.Processes) == 0 && p.ProcessPattern == "" {
+		return fmt.Errorf("profile: app and process (or processes, or process_pattern) are required")
+	}
+	for field, re := range map[string]string{"process_pattern": p.ProcessPattern, "window_title_pattern": p.WindowTitlePattern} {
+		if _, err := regexp.Compile(`^(?:` + re + `)$`); err != nil {
+			return fmt.Errorf("profile %s: %s: %v", p.App, field, err)
+		}
+	}
+	if err := p.Timings.validate(p.App); err != nil {
+		return err
 	}
 	if p.Confirm != nil {
 		if err := p.Confirm.validate(p.App); err != nil {

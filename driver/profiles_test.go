@@ -1,10 +1,14 @@
 package driver
 
 import (
+	"context"
+	"errors"
+	"image"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // minimal is the smallest valid profile, for an app named app.
@@ -111,6 +115,79 @@ func TestSafeStepsThatCouldSend(t *testing.T) {
 			t.Errorf("%s: %v; want it accepted", name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v; want it refused: %q", name, err, tc.want)
+		}
+	}
+}
+
+// windowsOnly is a desktop that lists windows and does nothing else.
+type windowsOnly struct{ ws []Window }
+
+func (d windowsOnly) Windows(context.Context) ([]Window, error)                   { return d.ws, nil }
+func (windowsOnly) Activate(context.Context, Window) error                        { return nil }
+func (windowsOnly) Click(context.Context, image.Point) error                      { return nil }
+func (windowsOnly) Key(context.Context, string) error                             { return nil }
+func (windowsOnly) Type(context.Context, string) error                            { return nil }
+func (windowsOnly) Capture(context.Context, image.Rectangle) (*image.RGBA, error) { return nil, nil }
+func (windowsOnly) Bounds() image.Rectangle                                       { return image.Rect(0, 0, 1280, 800) }
+
+// TestWindowMatching: a profile finds its app's window by a list of process names or a
+// pattern, and by a title pattern; anything else is not its window.
+func TestWindowMatching(t *testing.T) {
+	desk := windowsOnly{ws: []Window{
+		{ID: 1, Process: "psi-plus", Title: "Psi+ (alice)", Viewable: true},
+		{ID: 2, Process: "gajim", Title: "Gajim", Viewable: true},
+		{ID: 3, Process: "psi-plus", Title: "Psi+ (alice)", Viewable: false},
+	}}
+	for name, tc := range map[string]struct {
+		profile string
+		want    uint32 // 0: not found
+	}{
+		"a list of names":       {`"processes":["psi","psi-plus"],"window_title_pattern":"Psi\\+ \\(.*\\)"`, 1},
+		"a pattern":             {`"process_pattern":"psi(-plus)?","window_title_pattern":"Psi\\+.*"`, 1},
+		"the name alone":        {`"process":"gajim","window_title":"Gajim"`, 2},
+		"a pattern is whole":    {`"process_pattern":"psi","window_title_pattern":"Psi\\+.*"`, 0},
+		"a title that differs":  {`"process":"gajim","window_title":"Gajim Settings"`, 0},
+		"a title pattern wrong": {`"processes":["psi-plus"],"window_title_pattern":"Psi"`, 0},
+	} {
+		text := strings.Replace(minimal("x"), `"process":"x",`, tc.profile+",", 1)
+		p, err := ParseProfile([]byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, err := FindWindow(context.Background(), desk, p)
+		switch {
+		case tc.want == 0 && !errors.Is(err, ErrWindow):
+			t.Errorf("%s: found window %d; want none", name, w.ID)
+		case tc.want != 0 && (err != nil || w.ID != tc.want):
+			t.Errorf("%s: window %d, %v; want window %d", name, w.ID, err, tc.want)
+		}
+	}
+	if _, err := ParseProfile([]byte(strings.Replace(minimal("x"), `"process":"x",`, `"process_pattern":"psi(",`, 1))); err == nil || !strings.Contains(err.Error(), "process_pattern") {
+		t.Errorf("a pattern that does not compile: %v", err)
+	}
+}
+
+// TestTimings: a profile's timings replace the runner's defaults; zero keeps each one,
+// and a negative or huge value is refused.
+func TestTimings(t *testing.T) {
+	var none Timings
+	if none.titleDeadline() != 4*time.Second || none.stepTimeout() != 10*time.Second || none.escapeSettle() != 400*time.Millisecond ||
+		none.windowClose() != 3*time.Second || none.focusSettle() != 200*time.Millisecond {
+		t.Fatalf("the defaults changed: %v %v %v %v %v", none.titleDeadline(), none.stepTimeout(), none.escapeSettle(), none.windowClose(), none.focusSettle())
+	}
+	text := strings.Replace(minimal("x"), `"process":"x",`, `"process":"x","timings":{"title_deadline":"9s","step_timeout":"30s"},`, 1)
+	p, err := ParseProfile([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Profile: p}
+	if p.Timings.titleDeadline() != 9*time.Second || r.timeout(Step{}) != 30*time.Second || r.timeout(Step{Timeout: Duration{time.Second}}) != time.Second {
+		t.Fatalf("the profile's timings are not used: %v, %v", p.Timings.titleDeadline(), r.timeout(Step{}))
+	}
+	for _, bad := range []string{`"-1s"`, `"11m"`} {
+		text := strings.Replace(minimal("x"), `"process":"x",`, `"process":"x","timings":{"escape_settle":`+bad+`},`, 1)
+		if _, err := ParseProfile([]byte(text)); err == nil || !strings.Contains(err.Error(), "timings.escape_settle") {
+			t.Errorf("escape_settle %s: %v; want it refused", bad, err)
 		}
 	}
 }

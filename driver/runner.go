@@ -197,7 +197,7 @@ func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 	}
 	var found []Window
 	for _, w := range ws {
-		if w.Process == p.Process && w.Viewable && (p.WindowTitle == "" || w.Title == p.WindowTitle) {
+		if w.Viewable && p.matchesProcess(w.Process) && p.matchesTitle(w.Title) {
 			found = append(found, w)
 		}
 	}
@@ -357,7 +357,7 @@ func (r *Runner) timeout(s Step) time.Duration {
 	if s.Timeout.Duration > 0 {
 		return s.Timeout.Duration
 	}
-	return 10 * time.Second
+	return r.Profile.Timings.stepTimeout()
 }
 
 // region is where a step looks: its Region in the app's main window, or in the window
@@ -475,12 +475,12 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			if err := d.Activate(ctx, w); err != nil {
 				return err
 			}
-			sleep(ctx, 200*time.Millisecond)
+			sleep(ctx, r.Profile.Timings.focusSettle())
 			if err := d.Key(ctx, "Escape"); err != nil {
 				return err
 			}
 			res.Inputs = append(res.Inputs, evidence.KeyInput("Escape"))
-			if err := r.waitWindow(ctx, s.Window, false, 3*time.Second); err == nil {
+			if err := r.waitWindow(ctx, s.Window, false, r.Profile.Timings.windowClose()); err == nil {
 				return d.Activate(ctx, r.window)
 			}
 		}
@@ -505,7 +505,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 				return err
 			}
 			res.Inputs = append(res.Inputs, evidence.KeyInput("Escape"))
-			sleep(ctx, 400*time.Millisecond)
+			sleep(ctx, r.Profile.Timings.escapeSettle())
 		}
 	}
 	return nil
@@ -566,7 +566,7 @@ func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool,
 		return Window{}, false, err
 	}
 	for _, w := range ws {
-		if w.Viewable && w.Process == r.Profile.Process && strings.HasPrefix(w.Title, prefix) {
+		if w.Viewable && r.Profile.matchesProcess(w.Process) && strings.HasPrefix(w.Title, prefix) {
 			return w, true, nil
 		}
 	}
@@ -612,7 +612,7 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 	region := r.Profile.Title.Region.In(r.window.Bounds)
 	var got string
 	var look vision.Look
-	deadline := r.now().Add(4 * time.Second)
+	deadline := r.now().Add(r.Profile.Timings.titleDeadline())
 	for agreed := 0; agreed < 2; {
 		text, l, err := r.readTitle(ctx)
 		if err != nil {
