@@ -460,3 +460,42 @@ func TestMislabelledSendEndsUnknown(t *testing.T) {
 		t.Fatalf("a second delivery: %s, %v; want it refused as consumed", again.Outcome, err)
 	}
 }
+
+// TestConditionalSteps: a conditional step runs only when its text shows, read once:
+// on a replayed delivery, one whose text is absent is skipped (its key never sent: the
+// replay would refuse an input it did not record) and one whose text shows runs; the
+// bundle holds each condition as read, and the delivery is verified as before.
+func TestConditionalSteps(t *testing.T) {
+	r := newReplayed(t, "verified-text-file", sendonce.Options{})
+	p, err := driver.LoadProfile(r.fx.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := driver.Step{Name: "close a stray dialog", Do: "key", Keys: "Escape", Class: evidence.Safe, If: &driver.Condition{Text: "No Such Dialog Anywhere"}}
+	shows := driver.Step{Name: "wait for the roster", Do: "wait_text", Text: "Bob", Class: evidence.Safe, If: &driver.Condition{Text: "Bob"}}
+	p.OpenConversation = append([]driver.Step{absent, shows}, p.OpenConversation...)
+	r.req.Profile = p
+	res, err := r.deliverer().Deliver(context.Background(), r.req)
+	if err != nil || res.Outcome != string(gate.SentVerified) {
+		t.Fatalf("deliver: %s, %v (%v)", res.Outcome, err, res.Reasons)
+	}
+	b, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditions, steps := map[string]bool{}, map[string]bool{}
+	for _, rec := range b.Records {
+		if o := rec.Observed; o != nil && o.What == "condition" && o.Present != nil {
+			conditions[o.Title] = *o.Present
+		}
+		if rec.Kind == evidence.KindStep {
+			steps[rec.Intent] = true
+		}
+	}
+	if p, ok := conditions["No Such Dialog Anywhere"]; !ok || p || steps[absent.Name] {
+		t.Errorf("the absent condition: recorded %v (present %v), step run %v; want recorded absent and the step skipped", ok, p, steps[absent.Name])
+	}
+	if p, ok := conditions["Bob"]; !ok || !p || !steps[shows.Name] {
+		t.Errorf("the condition that shows: recorded %v (present %v), step run %v; want recorded present and the step run", ok, p, steps[shows.Name])
+	}
+}

@@ -193,6 +193,19 @@ type Step struct {
 	// Suffix matches a word that ends with the wanted text (a path in a location field
 	// ends with the file name).
 	Suffix bool `json:"suffix,omitempty"`
+	// If makes the step conditional: it runs only when this text shows (read once, no
+	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be.
+	If *Condition `json:"if,omitempty"`
+}
+
+// Condition is text that shows in a region (of the main window, or of the window
+// named) for a conditional step to run.
+type Condition struct {
+	Text   string      `json:"text"`
+	Region *Region     `json:"region,omitempty"`
+	Window string      `json:"window,omitempty"`
+	Prep   vision.Prep `json:"prep"`
+	Mode   string      `json:"mode,omitempty"`
 }
 
 // couldSubmit says how a step could submit what the send page holds, or "": a key or
@@ -325,6 +338,10 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: a %s step must say \"crosses\": %q", where, s.Class, ph.name)
 			case s.Class == evidence.Safe && s.Crosses != "":
 				return fmt.Errorf("%s: a safe step crosses nothing", where)
+			case s.If != nil && s.Class != evidence.Safe:
+				return fmt.Errorf("%s: a %s step may not be conditional (if): a boundary is crossed every time, or the profile is wrong", where, s.Class)
+			case s.If != nil && s.If.Text == "":
+				return fmt.Errorf("%s: if.text is required", where)
 			case ph.name == "dismiss" && s.Do != "escape_window" && s.Do != "escape_text" && !(s.Do == "key" && strings.EqualFold(s.Keys, "escape")):
 				return fmt.Errorf("%s: dismiss uses Escape only, never a click near a send control", where)
 			case ph.name == "clean" && (s.Do == "click_text" || s.Do == "click_offset"):

@@ -191,3 +191,16 @@ func TestTimings(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionalCrossingRefused: only a safe step may be conditional; a crossing runs
+// every time.
+func TestConditionalCrossingRefused(t *testing.T) {
+	text := strings.Replace(minimal("x"), `"class":"submit","crosses":"send"`, `"class":"submit","crosses":"send","if":{"text":"Send"}`, 1)
+	if _, err := ParseProfile([]byte(text)); err == nil || !strings.Contains(err.Error(), "may not be conditional") {
+		t.Fatalf("a conditional send: %v; want it refused", err)
+	}
+	text = strings.Replace(minimal("x"), `"send":[`, `"send":[{"name":"maybe","do":"wait_text","text":"x","class":"safe","if":{"text":"Uploading"}},`, 1)
+	if _, err := ParseProfile([]byte(text)); err != nil {
+		t.Fatalf("a conditional safe wait: %v; want it accepted", err)
+	}
+}

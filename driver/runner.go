@@ -330,12 +330,39 @@ func (r *Runner) crossingStep(ctx context.Context, s Step, pass *store.Pass) err
 
 // run writes a safe step's record, then acts.
 func (r *Runner) run(ctx context.Context, s Step) error {
+	if s.If != nil {
+		if present, err := r.condition(ctx, s); err != nil || !present {
+			return err // skipped: the evidence holds the condition as read
+		}
+	}
 	before, _ := r.frame(ctx)
 	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindStep, Intent: s.Name, Class: s.Class, Before: before, Inputs: plannedInputs(s, r.Vars)}); err != nil {
 		return err
 	}
 	r.stepSeq = r.Rec.Seq()
 	return r.act(ctx, s, r.stepSeq)
+}
+
+// condition reads a conditional step's text once and records what it saw.
+func (r *Runner) condition(ctx context.Context, s Step) (bool, error) {
+	c := s.If
+	region, err := r.region(ctx, Step{Region: c.Region, Window: c.Window})
+	if err != nil {
+		return false, err
+	}
+	look, err := r.Reader.Read(ctx, region, c.Prep, ocrMode(c.Mode))
+	if err != nil {
+		return false, err
+	}
+	text := r.Vars.expand(c.Text)
+	_, _, present := vision.FindPhrase(look.Words, text)
+	h, _ := r.Rec.Frame(look.Frame)
+	_, err = r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "condition of " + s.Name, After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "condition", DispatchID: r.dispatchID(), Title: text, Present: &present}})
+	if err == nil && !present {
+		r.progress("%-10s %-32s skipped: %q does not show", "safe", s.Name, text)
+	}
+	return present, err
 }
 
 // plannedInputs are the input events a step will send, as evidence records them.

@@ -195,7 +195,7 @@ type OCRWord struct {
 
 // Observation is something read from the screen.
 type Observation struct {
-	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items"
+	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items", "condition"
 	Phase      string `json:"phase,omitempty"` // "before_send", "after_send" or "final" (required for sent_items)
 	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
 	Title      string `json:"title,omitempty"`
@@ -206,6 +206,9 @@ type Observation struct {
 	// AtBottom: the conversation view showed its end (the profile's mark of a view
 	// scrolled up was absent), so nothing newer lay below what was read (v2).
 	AtBottom bool `json:"at_bottom,omitempty"`
+	// Present is a conditional step's condition as read: its text showed, or not (and
+	// the step was skipped). Title then holds the text looked for.
+	Present *bool `json:"present,omitempty"`
 }
 
 // Item is a file item the app shows: its name, and its size as displayed where shown,
