@@ -171,7 +171,10 @@ type Step struct {
 	Name  string         `json:"name"`
 	Do    string         `json:"do"` // see the stepKinds table
 	Class evidence.Class `json:"class"`
-	// Crosses names the boundary a may_submit or submit step crosses.
+	// Crosses names the boundary a may_submit or submit step crosses; "choose_file,send"
+	// is an app whose choosing of the file already sends it (no separate send control):
+	// that one submit step crosses both, durably, before its single act, and the send
+	// phase is empty.
 	Crosses string `json:"crosses,omitempty"`
 
 	Keys   string      `json:"keys,omitempty"`   // key
@@ -206,6 +209,20 @@ type Condition struct {
 	Window string      `json:"window,omitempty"`
 	Prep   vision.Prep `json:"prep"`
 	Mode   string      `json:"mode,omitempty"`
+}
+
+// choosingSends is the Crosses of a step that chooses the file and thereby sends it.
+const choosingSends = "choose_file,send"
+
+// ChoosingSends says whether choosing the file already sends it: choose_file's one
+// crossing step crosses choose_file and send.
+func (p *Profile) ChoosingSends() bool {
+	for _, s := range p.ChooseFile {
+		if s.Crosses == choosingSends {
+			return true
+		}
+	}
+	return false
 }
 
 // couldSubmit says how a step could submit what the send page holds, or "": a key or
@@ -299,6 +316,13 @@ func (p *Profile) validate() error {
 			return err
 		}
 	}
+	chooseWant, sendWant := map[evidence.Class]int{evidence.MaySubmit: 1}, map[evidence.Class]int{evidence.Submit: 1}
+	if p.ChoosingSends() {
+		if len(p.Send) > 0 {
+			return fmt.Errorf("profile %s: choose_file's step crosses choose_file and send, so the send phase must be empty", p.App)
+		}
+		chooseWant, sendWant = map[evidence.Class]int{evidence.Submit: 1}, nil
+	}
 	phases := []struct {
 		name  string
 		steps []Step
@@ -307,8 +331,8 @@ func (p *Profile) validate() error {
 		{"clean", p.Clean, nil},
 		{"open_conversation", p.OpenConversation, nil},
 		{"open_picker", p.OpenPicker, nil},
-		{"choose_file", p.ChooseFile, map[evidence.Class]int{evidence.MaySubmit: 1}},
-		{"send", p.Send, map[evidence.Class]int{evidence.Submit: 1}},
+		{"choose_file", p.ChooseFile, chooseWant},
+		{"send", p.Send, sendWant},
 		{"dismiss", p.Dismiss, nil},
 	}
 	for _, ph := range phases {
@@ -323,7 +347,7 @@ func (p *Profile) validate() error {
 					return fmt.Errorf("%s: a safe step %s once the file is chosen, and that could send it: make it the phase's crossing step, or drop it", where, why)
 				}
 			}
-			if s.Class == evidence.MaySubmit {
+			if s.Class != evidence.Safe {
 				chosen = true
 			}
 			input, ok := stepKind(s.Do)
@@ -334,7 +358,9 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: class must be safe, may_submit or submit", where)
 			case s.Class != evidence.Safe && !input:
 				return fmt.Errorf("%s: a %s step must send input", where, s.Class)
-			case s.Class != evidence.Safe && s.Crosses != ph.name:
+			case s.Crosses == choosingSends && (ph.name != "choose_file" || s.Class != evidence.Submit):
+				return fmt.Errorf("%s: only a submit step of choose_file crosses %q (an app whose choosing of the file sends it)", where, choosingSends)
+			case s.Class != evidence.Safe && s.Crosses != ph.name && s.Crosses != choosingSends:
 				return fmt.Errorf("%s: a %s step must say \"crosses\": %q", where, s.Class, ph.name)
 			case s.Class == evidence.Safe && s.Crosses != "":
 				return fmt.Errorf("%s: a safe step crosses nothing", where)
@@ -361,7 +387,7 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
-	if len(p.ChooseFile) == 0 || len(p.Send) == 0 {
+	if len(p.ChooseFile) == 0 || len(p.Send) == 0 && !p.ChoosingSends() {
 		return fmt.Errorf("profile %s: choose_file and send are required", p.App)
 	}
 	return nil

@@ -204,3 +204,28 @@ func TestConditionalCrossingRefused(t *testing.T) {
 		t.Fatalf("a conditional safe wait: %v; want it accepted", err)
 	}
 }
+
+// TestChoosingSendsProfile: an app whose choosing of the file sends it: one submit step
+// of choose_file crosses "choose_file,send", and the send phase is empty. Anything else
+// that says so is refused.
+func TestChoosingSendsProfile(t *testing.T) {
+	ok := `{"app":"x","process":"x",
+	 "choose_file":[{"name":"pick and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"},
+	   {"name":"wait","do":"wait_text","text":"x","class":"safe"}]}`
+	p, err := ParseProfile([]byte(ok))
+	if err != nil || !p.ChoosingSends() {
+		t.Fatalf("%v; want a valid profile whose choosing sends", err)
+	}
+	for name, text := range map[string]string{
+		"a send phase beside it": strings.Replace(ok, `]}`, `],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`, 1),
+		"as may_submit":          strings.Replace(ok, `"class":"submit","crosses":"choose_file,send"`, `"class":"may_submit","crosses":"choose_file,send"`, 1),
+		"in the send phase": `{"app":"x","process":"x",
+		 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
+		 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`,
+		"a safe Return after it": strings.Replace(ok, `{"name":"wait","do":"wait_text","text":"x","class":"safe"}`, `{"name":"again","do":"key","keys":"Return","class":"safe"}`, 1),
+	} {
+		if _, err := ParseProfile([]byte(text)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -135,10 +135,23 @@ func (r *Runner) deliver(ctx context.Context) error {
 	}
 	r.kill("picker_opened")
 	if err := r.crossingPhase(ctx, gate.ChooseFile, r.Profile.ChooseFile); err != nil {
-		r.dismiss(ctx)
+		if !r.pressed {
+			r.dismiss(ctx)
+			return err
+		}
+		if lerr := r.lookForSentItem(context.WithoutCancel(ctx), before); lerr != nil {
+			return errors.Join(err, lerr)
+		}
 		return err
 	}
 	r.kill("file_chosen")
+	if r.Profile.ChoosingSends() {
+		// The file went with its choosing: no send page to check, no send phase; what
+		// is read from here on is after the send.
+		r.kill("send_pressed")
+		r.kill("looking")
+		return r.lookForSentItem(context.WithoutCancel(ctx), before)
+	}
 	if err := r.checkSendPage(ctx); err != nil {
 		r.dismiss(ctx)
 		return err
@@ -284,7 +297,19 @@ func (r *Runner) crossingPhase(ctx context.Context, b gate.Boundary, steps []Ste
 		if err != nil {
 			return err
 		}
-		if err := r.crossingStep(ctx, s, pass); err != nil {
+		passes := []*store.Pass{pass}
+		if s.Crosses == choosingSends {
+			// Choosing the file sends it: send is crossed too, durably, before the act.
+			if err := r.check(ctx, gate.Send); err != nil {
+				return err
+			}
+			also, err := r.crossAlso(ctx, gate.Send)
+			if err != nil {
+				return err
+			}
+			passes = append(passes, also)
+		}
+		if err := r.crossingStep(ctx, s, passes...); err != nil {
 			return fmt.Errorf("%s: %s: %w", b, s.Name, err)
 		}
 	}
@@ -300,6 +325,16 @@ func (r *Runner) cross(ctx context.Context, b gate.Boundary, s Step) (*store.Pas
 		return nil, err
 	}
 	r.stepSeq = r.Rec.Seq()
+	return r.gateCross(ctx, b, head)
+}
+
+// crossAlso crosses a second boundary for the step just written (a step that crosses
+// two), with the chain head as it is now.
+func (r *Runner) crossAlso(ctx context.Context, b gate.Boundary) (*store.Pass, error) {
+	return r.gateCross(ctx, b, r.Rec.Head())
+}
+
+func (r *Runner) gateCross(ctx context.Context, b gate.Boundary, head string) (*store.Pass, error) {
 	pass, err := r.Gate.Cross(ctx, r.Permit, b, head)
 	g := &evidence.GateUse{Action: "cross", Boundary: string(b), Token: r.Permit.Token(), Decision: "crossed"}
 	if err != nil {
@@ -315,12 +350,16 @@ func (r *Runner) cross(ctx context.Context, b gate.Boundary, s Step) (*store.Pas
 
 // crossingStep runs a may_submit or submit step. It takes the pass that only a durable
 // crossing produces and spends it before sending any input: without one, nothing runs.
-func (r *Runner) crossingStep(ctx context.Context, s Step, pass *store.Pass) error {
-	if err := pass.Use(); err != nil {
-		return err
+func (r *Runner) crossingStep(ctx context.Context, s Step, passes ...*store.Pass) error {
+	var crossed []string
+	for _, pass := range passes {
+		if err := pass.Use(); err != nil {
+			return err
+		}
+		crossed = append(crossed, string(pass.Boundary()))
 	}
-	if string(pass.Boundary()) != s.Crosses {
-		return fmt.Errorf("the pass is for %s, the step crosses %s", pass.Boundary(), s.Crosses)
+	if strings.Join(crossed, ",") != s.Crosses {
+		return fmt.Errorf("the passes are for %s, the step crosses %s", strings.Join(crossed, ","), s.Crosses)
 	}
 	if s.Class == evidence.Submit {
 		r.pressed = true

@@ -1,0 +1,99 @@
+package driver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"image"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/sqlite"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// sendsOnChoose is an app whose one key press both chooses the file and sends it. It
+// asks the store, at that press, which boundaries the attempt has crossed.
+type sendsOnChoose struct {
+	windowsOnly
+	atPress func() []gate.Boundary
+	pressed []gate.Boundary
+	keys    int
+}
+
+func (d *sendsOnChoose) Key(context.Context, string) error {
+	d.keys++
+	d.pressed = d.atPress()
+	return nil
+}
+func (d *sendsOnChoose) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	return image.NewRGBA(r), nil
+}
+
+// readsBob reads "Bob" everywhere: the title matches, the chat shows no file.
+type readsBob struct{}
+
+func (readsBob) Recognize(context.Context, image.Image, vision.Mode) ([]vision.Word, error) {
+	return []vision.Word{{Text: "Bob", Box: image.Rect(5, 5, 40, 20), Confidence: 95}}, nil
+}
+
+// TestChoosingSendsCrossesBothFirst: for a profile whose choosing of the file sends it,
+// the runner crosses choose_file and send, both durably in the store, before the one
+// key press, and then checks no send page and runs no send phase.
+func TestChoosingSendsCrossesBothFirst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := sqlite.Create(ctx, filepath.Join(dir, "s.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(b)
+	defer s.Close()
+	id, _ := gate.Title("Bob")
+	content := []byte("a file")
+	key := gate.NewKey(id, gate.DigestOf(content))
+	res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseProfile([]byte(`{"app":"x","process":"x","window_title":"X",
+	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":30,"w":0,"h":0}},
+	 "send_page":{"region":{"x":0,"y":30,"w":0,"h":0}},"sent_item_timeout":"300ms",
+	 "choose_file":[{"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+	desk.atPress = func() []gate.Boundary {
+		a, err := s.AttemptByDispatch(ctx, res.Permit.DispatchID())
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return a.Crossed
+	}
+	h := sha256.Sum256(content)
+	rec, err := evidence.Create(filepath.Join(dir, "bundle"), evidence.Manifest{Keys: []string{key.String()}, Identity: id.String(), IdentityStrength: "weak", Title: "Bob",
+		App: "x", Task: "t", Token: res.Permit.Token(), DispatchID: res.Permit.DispatchID(), ContentSHA256: hex.EncodeToString(h[:]), Size: int64(len(content)),
+		FileName: "f.txt", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Gate: s, Permit: res.Permit, Rec: rec, Profile: p,
+		Vars: Vars{Title: "Bob", FileName: "f.txt", Size: int64(len(content))}}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := r.Deliver(ctx); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	if desk.keys != 1 {
+		t.Fatalf("%d key presses; want the one that chooses and sends", desk.keys)
+	}
+	if len(desk.pressed) != 2 || desk.pressed[0] != gate.ChooseFile || desk.pressed[1] != gate.Send {
+		t.Fatalf("at the press the store held crossings %v; want choose_file and send, both before the act", desk.pressed)
+	}
+}
