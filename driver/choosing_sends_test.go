@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"image"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,3 +98,40 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 		t.Fatalf("at the press the store held crossings %v; want choose_file and send, both before the act", desk.pressed)
 	}
 }
+
+// twoLabels reads "Send" on two lines: the app's button, and a peer's message
+// quoting it.
+type twoLabels struct{}
+
+func (twoLabels) Recognize(context.Context, image.Image, vision.Mode) ([]vision.Word, error) {
+	return []vision.Word{
+		{Text: "please", Box: image.Rect(10, 100, 60, 115), Confidence: 95, Line: 1}, {Text: "Send", Box: image.Rect(65, 100, 100, 115), Confidence: 95, Line: 1},
+		{Text: "Send", Box: image.Rect(700, 500, 740, 515), Confidence: 95, Line: 2},
+	}, nil
+}
+
+// TestAnchorMustBeUnique: a click on a label that shows twice in the step's region is
+// refused: no input is sent, whichever one is the control.
+func TestAnchorMustBeUnique(t *testing.T) {
+	desk := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+	clicks := 0
+	desk.atPress = func() []gate.Boundary { return nil }
+	rec, err := evidence.Create(filepath.Join(t.TempDir(), "bundle"), evidence.Manifest{Keys: []string{"v2:title:Bob:" + strings.Repeat("a", 64)}, Identity: "title:Bob", IdentityStrength: "weak",
+		Title: "Bob", App: "x", Task: "t", Token: 1, DispatchID: strings.Repeat("b", 32), ContentSHA256: strings.Repeat("a", 64), Size: 1, FileName: "f", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Driver: clickCounter{sendsOnChoose: desk, clicks: &clicks}, Reader: &vision.Reader{Screen: desk, OCR: twoLabels{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x"}}
+	r.window = desk.ws[0]
+	err = r.act(context.Background(), Step{Name: "press send", Do: "click_text", Text: "Send", Class: evidence.Safe, Timeout: Duration{2 * time.Second}}, 1)
+	if err == nil || !strings.Contains(err.Error(), "2 times") || clicks != 0 {
+		t.Fatalf("%v, %d click(s); want the click refused, none sent", err, clicks)
+	}
+}
+
+type clickCounter struct {
+	*sendsOnChoose
+	clicks *int
+}
+
+func (c clickCounter) Click(context.Context, image.Point) error { *c.clicks++; return nil }

@@ -525,6 +525,9 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		if s.Do == "wait_text" {
 			return nil
 		}
+		if n := anchor.Occurrences(found.Look.Words); n > 1 {
+			return fmt.Errorf("%q shows %d times in the step's region: refusing to guess which one to click (a message could be quoting it; narrow the profile's region to the control)", anchor.Text, n)
+		}
 		c := image.Pt((found.Box.Min.X+found.Box.Max.X)/2, (found.Box.Min.Y+found.Box.Max.Y)/2)
 		res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 		return d.Click(ctx, c)

@@ -205,6 +205,18 @@ func (a Anchor) find(words []Word) (image.Rectangle, []Word, bool) {
 	return FindPhrase(words, a.Text)
 }
 
+// Occurrences counts the lines of words in which the anchor is found: a control's label
+// that shows on two lines (a peer's message quoting it, say) is not one place to click.
+func (a Anchor) Occurrences(words []Word) int {
+	n := 0
+	for _, l := range Lines(words) {
+		if _, _, ok := a.find(l.Words); ok {
+			n++
+		}
+	}
+	return n
+}
+
 // FindLineSuffix finds a line whose text without spaces ends with text, compared by
 // match (nil: equal).
 func FindLineSuffix(words []Word, text string, match func(got, want string) bool) (Line, bool) {
