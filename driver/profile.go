@@ -123,6 +123,9 @@ type Read struct {
 	Region Region      `json:"region"`
 	Prep   vision.Prep `json:"prep"`
 	Mode   string      `json:"mode"` // "sparse" (default), "block", "single_line"
+	// Window reads Region in the window with this title prefix (an app that shows its
+	// send page, say, in a window of its own) instead of the main window.
+	Window string `json:"window,omitempty"`
 }
 
 // OCRMode is the vision mode a Read names.
@@ -140,15 +143,24 @@ func ocrMode(s string) vision.Mode {
 
 // Region is a rectangle in window coordinates. A negative X or Y counts from the
 // window's right or bottom edge; a W or H of zero or less reaches to that edge minus |W|.
+// A Centred region is a W×H overlay centred in the window (a dialog drawn over it),
+// offset by X and Y: it follows the window's size, where fixed offsets would not.
 type Region struct {
-	X int `json:"x"`
-	Y int `json:"y"`
-	W int `json:"w"`
-	H int `json:"h"`
+	X       int  `json:"x"`
+	Y       int  `json:"y"`
+	W       int  `json:"w"`
+	H       int  `json:"h"`
+	Centred bool `json:"centred,omitempty"`
 }
 
 // In resolves the region inside window bounds w, in screen coordinates.
 func (r Region) In(w image.Rectangle) image.Rectangle {
+	if r.Centred {
+		wd, ht := min(max(r.W, 0), w.Dx()), min(max(r.H, 0), w.Dy())
+		x0 := w.Min.X + (w.Dx()-wd)/2 + r.X
+		y0 := w.Min.Y + (w.Dy()-ht)/2 + r.Y
+		return image.Rect(x0, y0, x0+wd, y0+ht).Intersect(w)
+	}
 	x, y := r.X, r.Y
 	if x < 0 {
 		x += w.Dx()

@@ -229,3 +229,43 @@ func TestChoosingSendsProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestCentredRegion: a centred region follows the window: the same overlay in a small
+// and a large window, offset from its centre.
+func TestCentredRegion(t *testing.T) {
+	r := Region{W: 400, H: 200, Centred: true}
+	for _, tc := range []struct {
+		window image.Rectangle
+		want   image.Rectangle
+	}{
+		{image.Rect(0, 0, 1280, 800), image.Rect(440, 300, 840, 500)},
+		{image.Rect(100, 50, 900, 650), image.Rect(300, 250, 700, 450)},
+		{image.Rect(0, 0, 300, 100), image.Rect(0, 0, 300, 100)}, // larger than the window: clipped to it
+	} {
+		if got := r.In(tc.window); got != tc.want {
+			t.Errorf("in %v: %v; want %v", tc.window, got, tc.want)
+		}
+	}
+	if got := (Region{X: 10, Y: -20, W: 100, H: 50, Centred: true}).In(image.Rect(0, 0, 1000, 1000)); got != image.Rect(460, 455, 560, 505) {
+		t.Errorf("offset: %v", got)
+	}
+}
+
+// TestReadInANamedWindow: a Read that names a window looks in that window, wherever it
+// is, not in the main one; a window that is not there is an error, not the main window.
+func TestReadInANamedWindow(t *testing.T) {
+	main := Window{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 1280, 800)}
+	dialog := Window{ID: 2, Process: "x", Title: "Send Files - X", Viewable: true, Bounds: image.Rect(300, 200, 900, 600)}
+	r := &Runner{Driver: windowsOnly{ws: []Window{main, dialog}}, Profile: &Profile{App: "x", Process: "x"}}
+	r.window = main
+	got, err := r.area(context.Background(), Read{Region: Region{X: 10, Y: 20, W: 100, H: 50}, Window: "Send Files"})
+	if err != nil || got != image.Rect(310, 220, 410, 270) {
+		t.Fatalf("%v, %v; want the region inside the dialog", got, err)
+	}
+	if got, err := r.area(context.Background(), Read{Region: Region{X: 10, Y: 20, W: 100, H: 50}}); err != nil || got != image.Rect(10, 20, 110, 70) {
+		t.Fatalf("%v, %v; want the region inside the main window", got, err)
+	}
+	if _, err := r.area(context.Background(), Read{Region: Region{W: 10, H: 10}, Window: "Preferences"}); err == nil {
+		t.Fatal("a read in a window that is not there found one")
+	}
+}

@@ -426,6 +426,11 @@ func (r *Runner) timeout(s Step) time.Duration {
 	return r.Profile.Timings.stepTimeout()
 }
 
+// area is where a Read looks: its Region in the main window, or in the window it names.
+func (r *Runner) area(ctx context.Context, rd Read) (image.Rectangle, error) {
+	return r.region(ctx, Step{Region: &rd.Region, Window: rd.Window})
+}
+
 // region is where a step looks: its Region in the app's main window, or in the window
 // the step names.
 func (r *Runner) region(ctx context.Context, s Step) (image.Rectangle, error) {
@@ -678,7 +683,10 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 // conversation): it reads until the title is the expected one twice in a row, or until
 // the deadline, and then judges the last reading.
 func (r *Runner) checkTitle(ctx context.Context) error {
-	region := r.Profile.Title.Region.In(r.window.Bounds)
+	region, err := r.area(ctx, r.Profile.Title)
+	if err != nil {
+		return err
+	}
 	var got string
 	var look vision.Look
 	deadline := r.now().Add(r.Profile.Timings.titleDeadline())
@@ -717,7 +725,11 @@ func (r *Runner) checkTitle(ctx context.Context) error {
 // readTitle reads the conversation's visible title once.
 func (r *Runner) readTitle(ctx context.Context) (string, vision.Look, error) {
 	t := r.Profile.Title
-	l, err := r.Reader.Read(ctx, t.Region.In(r.window.Bounds), t.Prep, t.OCRMode())
+	region, err := r.area(ctx, t)
+	if err != nil {
+		return "", vision.Look{}, err
+	}
+	l, err := r.Reader.Read(ctx, region, t.Prep, t.OCRMode())
 	if err != nil {
 		return "", vision.Look{}, err
 	}
@@ -757,7 +769,10 @@ type chatRead struct {
 
 func (r *Runner) readChat(ctx context.Context, phase string) (chatRead, error) {
 	c := r.Profile.Chat
-	region := c.Region.In(r.window.Bounds)
+	region, err := r.area(ctx, c)
+	if err != nil {
+		return chatRead{}, err
+	}
 	look, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
 	if err != nil {
 		return chatRead{}, err
@@ -808,7 +823,10 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 	}
 	if open {
 		p := r.Profile.SendPage
-		region := p.Region.In(r.window.Bounds)
+		region, err := r.area(ctx, p)
+		if err != nil {
+			return err
+		}
 		look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
 		if err != nil {
 			return err
@@ -825,7 +843,10 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 // checkSendPage verifies that the send page holds exactly one item, ours.
 func (r *Runner) checkSendPage(ctx context.Context) error {
 	p := r.Profile.SendPage
-	region := p.Region.In(r.window.Bounds)
+	region, err := r.area(ctx, p)
+	if err != nil {
+		return err
+	}
 	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
 	if err != nil {
 		return err
