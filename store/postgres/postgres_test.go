@@ -241,3 +241,55 @@ func pausedRace(t *testing.T, isolation sql.IsolationLevel) int {
 }
 
 var _ = pgx.Serializable
+
+// TestTransactionSettingsAreTheStores: a database configured with synchronous_commit
+// off, READ COMMITTED by default and another search_path does not weaken the store: each
+// state-changing transaction runs SERIALIZABLE with synchronous_commit on, in the
+// sendonce schema, because the store sets them on the transaction itself.
+func TestTransactionSettingsAreTheStores(t *testing.T) {
+	ctx := context.Background()
+	u := newDatabase(t)
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := strings.TrimPrefix(mustParse(t, u).Path, "/")
+	for _, st := range []string{"synchronous_commit = off", "default_transaction_isolation = 'read committed'", "search_path = public"} {
+		if _, err := db.Exec("ALTER DATABASE " + name + " SET " + st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Create(ctx, u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var sync, iso, path string
+	err = b.Update(ctx, func(tx store.Tx) error {
+		q := tx.(*pgTx).SQL
+		return q.QueryRow("SELECT current_setting('synchronous_commit'), current_setting('transaction_isolation'), current_setting('search_path')").Scan(&sync, &iso, &path)
+	})
+	if err != nil || sync != "on" || iso != "serializable" || path != "sendonce" {
+		t.Fatalf("inside a store transaction: synchronous_commit %q, isolation %q, search_path %q (%v); want on, serializable, sendonce", sync, iso, path, err)
+	}
+	fresh, err := sql.Open("pgx", u) // a new session reads the database's settings
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	var outside string
+	fresh.QueryRow("SELECT current_setting('synchronous_commit')").Scan(&outside)
+	if outside != "off" {
+		t.Fatalf("a new session of the database has synchronous_commit %q; the test must set it off to show anything", outside)
+	}
+}
+
+func mustParse(t *testing.T, u string) *url.URL {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
