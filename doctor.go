@@ -226,4 +226,5 @@ var errNoInput = errors.New("doctor sends no input")
 func (noInput) Activate(context.Context, driver.Window) error { return errNoInput }
 func (noInput) Click(context.Context, image.Point) error      { return errNoInput }
 func (noInput) Key(context.Context, string) error             { return errNoInput }
+func (noInput) Move(context.Context, image.Point) error       { return errNoInput }
 func (noInput) Type(context.Context, string) error            { return errNoInput }

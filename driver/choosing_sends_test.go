@@ -135,3 +135,50 @@ type clickCounter struct {
 }
 
 func (c clickCounter) Click(context.Context, image.Point) error { *c.clicks++; return nil }
+
+// pointer counts the pointer's moves and clicks.
+type pointer struct {
+	windowsOnly
+	moves, clicks []image.Point
+}
+
+func (p *pointer) Move(_ context.Context, at image.Point) error {
+	p.moves = append(p.moves, at)
+	return nil
+}
+func (p *pointer) Click(_ context.Context, at image.Point) error {
+	p.clicks = append(p.clicks, at)
+	return nil
+}
+func (p *pointer) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	return image.NewRGBA(r), nil
+}
+
+// TestHoverMovesWithoutClicking: a hover step puts the pointer on its text and clicks
+// nothing; the evidence records the move as an input.
+func TestHoverMovesWithoutClicking(t *testing.T) {
+	desk := &pointer{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+	dir := filepath.Join(t.TempDir(), "bundle")
+	rec, err := evidence.Create(dir, evidence.Manifest{Keys: []string{"v2:title:Bob:" + strings.Repeat("a", 64)}, Identity: "title:Bob", IdentityStrength: "weak",
+		Title: "Bob", App: "x", Task: "t", Token: 1, DispatchID: strings.Repeat("b", 32), ContentSHA256: strings.Repeat("a", 64), Size: 1, FileName: "f", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x"}}
+	r.window = desk.ws[0]
+	if err := r.run(context.Background(), Step{Name: "show the menu", Do: "hover_text", Text: "Bob", Class: evidence.Safe, Timeout: Duration{2 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(desk.clicks) != 0 || len(desk.moves) != 1 || desk.moves[0] != image.Pt(22, 12) {
+		t.Fatalf("moves %v, clicks %v; want one move to the text's centre (22,12) and no click", desk.moves, desk.clicks)
+	}
+	rec.Close()
+	b, err := evidence.Verify(dir, evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := b.Records[len(b.Records)-1]
+	if len(last.Inputs) != 1 || last.Inputs[0].Kind != "move" {
+		t.Fatalf("the step's result records %+v; want the move", last.Inputs)
+	}
+}

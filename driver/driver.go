@@ -35,6 +35,8 @@ type Driver interface {
 	Windows(ctx context.Context) ([]Window, error)
 	Activate(ctx context.Context, w Window) error
 	Click(ctx context.Context, p image.Point) error
+	// Move puts the pointer at p without clicking (a control that shows on hover).
+	Move(ctx context.Context, p image.Point) error
 	// Key presses a chord such as "ctrl+shift+u", "Return" or "Escape".
 	Key(ctx context.Context, chord string) error
 	Type(ctx context.Context, text string) error
@@ -71,6 +73,13 @@ func (g Guarded) Click(ctx context.Context, p image.Point) error {
 		return err
 	}
 	return g.Driver.Click(ctx, p)
+}
+
+func (g Guarded) Move(ctx context.Context, p image.Point) error {
+	if err := g.check(ctx); err != nil {
+		return err
+	}
+	return g.Driver.Move(ctx, p)
 }
 
 func (g Guarded) Key(ctx context.Context, chord string) error {

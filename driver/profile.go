@@ -259,6 +259,7 @@ func couldSubmit(s Step) string {
 //	type_path         type the staged file's path (recorded in full)
 //	click_text        click the centre of Text found by OCR in Region
 //	click_offset      click at Offset in the window
+//	hover_text        put the pointer on Text found by OCR in Region, without a click
 //	wait_text         wait until Text shows in Region and holds still
 //	wait_gone         wait until Text no longer shows in Region
 //	wait_window       wait until a window titled Window is viewable
@@ -267,7 +268,7 @@ func couldSubmit(s Step) string {
 //	escape_text       while Text shows in Region, press Escape
 func stepKind(do string) (input, ok bool) {
 	switch do {
-	case "key", "type_text", "type_path", "click_text", "click_offset", "escape_window", "escape_text":
+	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "escape_window", "escape_text":
 		return true, true
 	case "wait_text", "wait_gone", "wait_window", "wait_window_gone":
 		return false, true

@@ -127,6 +127,7 @@ func (windowsOnly) Activate(context.Context, Window) error                      
 func (windowsOnly) Click(context.Context, image.Point) error                      { return nil }
 func (windowsOnly) Key(context.Context, string) error                             { return nil }
 func (windowsOnly) Type(context.Context, string) error                            { return nil }
+func (windowsOnly) Move(context.Context, image.Point) error                       { return nil }
 func (windowsOnly) Capture(context.Context, image.Rectangle) (*image.RGBA, error) { return nil, nil }
 func (windowsOnly) Bounds() image.Rectangle                                       { return image.Rect(0, 0, 1280, 800) }
 

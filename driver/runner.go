@@ -511,7 +511,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		res.Target = &evidence.Target{Method: "window_offset", Window: r.window.Title}
 		res.Inputs = []evidence.Input{evidence.ClickInput(p.X, p.Y)}
 		return d.Click(ctx, p)
-	case "click_text", "wait_text":
+	case "click_text", "wait_text", "hover_text":
 		region, err := r.region(ctx, s)
 		if err != nil {
 			return err
@@ -534,6 +534,10 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			return fmt.Errorf("%q shows %d times in the step's region: refusing to guess which one to click (a message could be quoting it; narrow the profile's region to the control)", anchor.Text, n)
 		}
 		c := image.Pt((found.Box.Min.X+found.Box.Max.X)/2, (found.Box.Min.Y+found.Box.Max.Y)/2)
+		if s.Do == "hover_text" {
+			res.Inputs = []evidence.Input{evidence.MoveInput(c.X, c.Y)}
+			return d.Move(ctx, c)
+		}
 		res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 		return d.Click(ctx, c)
 	case "wait_gone":

@@ -77,7 +77,7 @@ var (
 	observed      = set("sent_items", "conversation_title", "send_page_items", "condition")
 	phases        = set("", "before_send", "after_send", "final")
 	lookupResults = set("found", "absent", "cant_tell")
-	inputKinds    = set("key", "click", "type_text", "type_path")
+	inputKinds    = set("key", "click", "move", "type_text", "type_path")
 	labels        = set(string(gate.NotSent), string(gate.SentVerified), string(gate.SendStatusUnknown), string(gate.SentRejected))
 )
 

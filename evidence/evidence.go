@@ -159,7 +159,7 @@ type Box struct {
 // Input is one input event sent. Typed text that is not a file path is kept as its
 // length only.
 type Input struct {
-	Kind   string `json:"kind"` // "key", "click", "type_text", "type_path"
+	Kind   string `json:"kind"` // "key", "click", "move", "type_text", "type_path"
 	Keys   string `json:"keys,omitempty"`
 	X      int    `json:"x,omitempty"`
 	Y      int    `json:"y,omitempty"`
@@ -172,6 +172,9 @@ func KeyInput(keys string) Input { return Input{Kind: "key", Keys: keys} }
 
 // ClickInput records a click at screen coordinates.
 func ClickInput(x, y int) Input { return Input{Kind: "click", X: x, Y: y} }
+
+// MoveInput is the pointer moved to (x, y) without a click: a hover.
+func MoveInput(x, y int) Input { return Input{Kind: "move", X: x, Y: y} }
 
 // TypedText records typed text by its length only.
 func TypedText(s string) Input { return Input{Kind: "type_text", Length: len([]rune(s))} }

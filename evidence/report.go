@@ -130,6 +130,8 @@ func detail(r Record) string {
 			parts = append(parts, "key "+in.Keys)
 		case "click":
 			parts = append(parts, fmt.Sprintf("click at %d,%d", in.X, in.Y))
+		case "move":
+			parts = append(parts, fmt.Sprintf("pointer to %d,%d (no click)", in.X, in.Y))
 		case "type_path":
 			parts = append(parts, "typed path "+in.Path)
 		case "type_text":

@@ -126,6 +126,11 @@ func (r *Recorder) Click(ctx context.Context, p image.Point) error {
 	return r.Driver.Click(ctx, p)
 }
 
+func (r *Recorder) Move(ctx context.Context, p image.Point) error {
+	r.input(Input{Kind: "move", Point: p})
+	return r.Driver.Move(ctx, p)
+}
+
 func (r *Recorder) Key(ctx context.Context, chord string) error {
 	r.input(Input{Kind: "key", Keys: chord})
 	return r.Driver.Key(ctx, chord)
@@ -272,6 +277,9 @@ func (d *Driver) Activate(ctx context.Context, w driver.Window) error {
 }
 func (d *Driver) Click(ctx context.Context, p image.Point) error {
 	return d.next(Input{Kind: "click", Point: p})
+}
+func (d *Driver) Move(ctx context.Context, p image.Point) error {
+	return d.next(Input{Kind: "move", Point: p})
 }
 func (d *Driver) Key(ctx context.Context, chord string) error {
 	return d.next(Input{Kind: "key", Keys: chord})

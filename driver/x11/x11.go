@@ -69,6 +69,15 @@ func (d *Desktop) Click(ctx context.Context, p image.Point) error {
 	return nil
 }
 
+// Move puts the pointer at p.
+func (d *Desktop) Move(ctx context.Context, p image.Point) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	robotgo.Move(p.X, p.Y)
+	return nil
+}
+
 // Key presses a chord: modifiers and a key joined by "+", e.g. "ctrl+shift+u".
 func (d *Desktop) Key(ctx context.Context, chord string) error {
 	if err := ctx.Err(); err != nil {
