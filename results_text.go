@@ -265,6 +265,9 @@ func (r ProfileCheckResult) WriteText(w io.Writer) {
 		if p.Crosses != "" {
 			fmt.Fprintf(w, "; %s", p.Crosses)
 		}
+		if p.Conditional > 0 {
+			fmt.Fprintf(w, "; %d conditional", p.Conditional)
+		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "exactly one item, ours, before the send: %s\n", r.OneItemOurs)

@@ -161,6 +161,8 @@ type PhaseSummary struct {
 	Name    string `json:"name"`
 	Steps   int    `json:"steps"`
 	Crosses string `json:"crosses,omitempty"` // "STEP crosses BOUNDARY (class)"
+	// Conditional steps run only when their text shows.
+	Conditional int `json:"conditional,omitempty"`
 }
 
 // Summary describes a valid profile.
@@ -176,10 +178,17 @@ func (p *Profile) Summary() ProfileSummary {
 			if st.Crosses != "" {
 				ps.Crosses = fmt.Sprintf("%q crosses %s (%s)", st.Name, st.Crosses, st.Class)
 			}
+			if st.If != nil {
+				ps.Conditional++
+			}
 		}
 		s.Phases = append(s.Phases, ps)
 	}
-	s.OneItemOurs = fmt.Sprintf("the send page, read by OCR in %s, lists exactly one item named like the file, and at most one size, the file's", p.SendPage.Region)
+	if p.ChoosingSends() {
+		s.OneItemOurs = "nothing can be checked before the send: choosing the file sends it (the send page is never shown)"
+	} else {
+		s.OneItemOurs = fmt.Sprintf("the send page, read by OCR in %s, lists exactly one item named like the file, and at most one size, the file's", p.SendPage.Region)
+	}
 	if c := p.Confirm; c != nil {
 		s.Confirms = fmt.Sprintf("in the chat (%s), more finished items named like ours than before the send, the newest one's author drawn in rgb(%d,%d,%d) (our side's colour), the view at its end, held for %s",
 			p.Chat.Region, c.AuthorColor[0], c.AuthorColor[1], c.AuthorColor[2], c.Settle.Duration)
