@@ -102,15 +102,8 @@ type copiedIntent struct {
 func (s *Store) CopyFrom(ctx context.Context, src *Store, target string) (CopyReport, error) {
 	var rep CopyReport
 	err := src.update(ctx, func(stx Tx) error {
-		h, okH := stx.(History)
-		r, okR := stx.(Retirer)
-		if !okH || !okR {
-			return gate.Invalidf("this kind of store cannot be the source of a copy (a SQLite file can)")
-		}
-		if to, err := r.RetiredTo(); err != nil || to != "" {
-			if err == nil {
-				err = fmt.Errorf("%w: it was copied into %s already; use that store", ErrRetired, to)
-			}
+		h, r, err := copySource(stx)
+		if err != nil {
 			return err
 		}
 		read, err := readHistory(stx, h)
@@ -129,20 +122,28 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store, target string) (CopyRe
 	return rep, err
 }
 
+// copySource is a copy's source transaction as a History and a Retirer: a store that
+// can be copied from and was not retired yet.
+func copySource(tx Tx) (History, Retirer, error) {
+	h, okH := tx.(History)
+	r, okR := tx.(Retirer)
+	if !okH || !okR {
+		return nil, nil, gate.Invalidf("this kind of store cannot be the source of a copy (a SQLite file can)")
+	}
+	to, err := r.RetiredTo()
+	if err == nil && to != "" {
+		err = fmt.Errorf("%w: it was copied into %s already; use that store", ErrRetired, to)
+	}
+	return h, r, err
+}
+
 // CheckCopySource says whether s can be copied now: not retired, no live lease. A copy
 // checks again in its own transaction; this lets a copy of several stores refuse
 // before it moves any.
 func (s *Store) CheckCopySource(ctx context.Context) error {
 	return s.view(ctx, func(tx Tx) error {
-		h, okH := tx.(History)
-		r, okR := tx.(Retirer)
-		if !okH || !okR {
-			return gate.Invalidf("this kind of store cannot be the source of a copy (a SQLite file can)")
-		}
-		if to, err := r.RetiredTo(); err != nil || to != "" {
-			if err == nil {
-				err = fmt.Errorf("%w: it was copied into %s already; use that store", ErrRetired, to)
-			}
+		h, _, err := copySource(tx)
+		if err != nil {
 			return err
 		}
 		ids, err := h.IntentIDs()
