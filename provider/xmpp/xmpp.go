@@ -62,22 +62,15 @@ func New(cfg Config) *Provider {
 // messages to d.Destination (to anyone, when d has no Destination). The window
 // is read on the server's clock.
 func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.Answer, error) {
-	if err := p.cfg.validate(); err != nil {
-		return provider.Answer{}, fmt.Errorf("xmpp provider: %w", err)
-	}
 	dest, err := checkDispatch(d)
 	if err != nil {
 		return provider.Answer{}, fmt.Errorf("xmpp provider: %w", err)
 	}
-	timeout := p.cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	ctx, cancel, account, err := p.begin(ctx)
+	if err != nil {
+		return provider.Answer{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-
-	account, _ := jid.Parse(p.cfg.JID) // validated above
-	account = account.Bare()
 	cantTell := func(format string, args ...any) (provider.Answer, error) {
 		return provider.Answer{
 			Result: provider.CantTell,
@@ -364,20 +357,29 @@ func (p *Provider) mechanisms() []sasl.Mechanism {
 	return ms
 }
 
-// Check logs in and reads the account's archiving preferences, sending nothing: what
-// `sendonce doctor` asks of a configured account. It says what it saw.
-func (p *Provider) Check(ctx context.Context) (string, error) {
+// begin checks the configuration and bounds one conversation with the server by the
+// configured timeout: the context, and the account as a bare JID.
+func (p *Provider) begin(ctx context.Context) (context.Context, context.CancelFunc, jid.JID, error) {
 	if err := p.cfg.validate(); err != nil {
-		return "", fmt.Errorf("xmpp provider: %w", err)
+		return nil, nil, jid.JID{}, fmt.Errorf("xmpp provider: %w", err)
 	}
 	timeout := p.cfg.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	account, _ := jid.Parse(p.cfg.JID) // validated above
-	account = account.Bare()
+	return ctx, cancel, account.Bare(), nil
+}
+
+// Check logs in and reads the account's archiving preferences, sending nothing: what
+// `sendonce doctor` asks of a configured account. It says what it saw.
+func (p *Provider) Check(ctx context.Context) (string, error) {
+	ctx, cancel, account, err := p.begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
 	sess, err := p.connect(ctx, account)
 	if err != nil {
 		return "", errors.New(p.redact(fmt.Sprintf("%s could not log in: %s", account, p.describe(ctx, err))))
