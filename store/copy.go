@@ -429,7 +429,6 @@ func bindStrictest(tx Tx, copied int64, keys []KeyRecord, now time.Time) (merged
 	}
 	ids := append([]int64{copied}, others...)
 	refusals := make(map[int64]*gate.Refusal, len(ids))
-	var all []*gate.Refusal
 	for _, id := range ids {
 		in, err := tx.Intent(id)
 		if err != nil {
@@ -441,17 +440,9 @@ func bindStrictest(tx Tx, copied int64, keys []KeyRecord, now time.Time) (merged
 		}
 		// What a claim would meet there (a token past every one, so only the status speaks).
 		_, _, r := gate.Claim(in, "store-copy", now, now.Add(time.Minute), ^uint64(0), "store-copy")
-		refusals[id], all = r, append(all, r)
+		refusals[id] = r
 	}
-	winner := others[0] // all claimable: the target's intent stays
-	if strictest := gate.Strictest(all...); strictest != nil {
-		for _, id := range ids {
-			if refusals[id] == strictest {
-				winner = id
-				break
-			}
-		}
-	}
+	winner, _ := strictestIntent(ids, refusals, others[0]) // all claimable: the target's intent stays
 	var rebind []KeyRecord
 	for _, id := range ids {
 		if id == winner {

@@ -176,6 +176,25 @@ func keyRecords(keys []gate.Key) []KeyRecord {
 	return out
 }
 
+// strictestIntent is the intent among ids whose claim would meet the strictest refusal
+// (a key of several intents ends on it), and that refusal; fallback when all are
+// claimable.
+func strictestIntent(ids []int64, refusals map[int64]*gate.Refusal, fallback int64) (int64, *gate.Refusal) {
+	all := make([]*gate.Refusal, 0, len(ids))
+	for _, id := range ids {
+		all = append(all, refusals[id])
+	}
+	strictest := gate.Strictest(all...)
+	if strictest != nil {
+		for _, id := range ids {
+			if refusals[id] == strictest {
+				return id, strictest
+			}
+		}
+	}
+	return fallback, nil
+}
+
 // sortedKeys orders keys bound at one moment as Tx.KeysOf lists them: strong first,
 // then by key.
 func sortedKeys(keys []KeyRecord) []KeyRecord {
@@ -291,7 +310,6 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		// Ask the rules about every intent the keys reach.
 		states := make(map[int64]gate.Intent, len(ids))
 		refusals := make(map[int64]*gate.Refusal, len(ids))
-		var all []*gate.Refusal
 		for _, id := range ids {
 			var in gate.Intent // a new intent is at revision 0 with no attempt
 			if !fresh {
@@ -301,18 +319,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			}
 			states[id] = in
 			_, _, r := gate.Claim(in, req.Task, now, now.Add(lease), nextTokenOf(in), dispatchID)
-			refusals[id], all = r, append(all, r)
+			refusals[id] = r
 		}
-		target := ids[0]
-		strictest := gate.Strictest(all...)
-		if strictest != nil {
-			for _, id := range ids {
-				if refusals[id] == strictest {
-					target = id
-					break
-				}
-			}
-		}
+		target, strictest := strictestIntent(ids, refusals, ids[0])
 
 		// Bind every named key that is unbound or reaches a claimable intent to the
 		// target, so that no alias stays free; merge claimable intents into it.

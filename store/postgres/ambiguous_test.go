@@ -20,12 +20,7 @@ import (
 // it is not acted on), and a claim that cannot be confirmed is never granted.
 func TestAmbiguousCommits(t *testing.T) {
 	ctx := context.Background()
-	u := newDatabase(t)
-	init, err := Create(ctx, u, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	init.Close()
+	u := initializedDatabase(t)
 	proxy, through := pgtest.NewProxy(t, u)
 	b, err := Open(ctx, through, Options{LockTimeout: time.Second})
 	if err != nil {

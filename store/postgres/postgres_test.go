@@ -27,7 +27,17 @@ import (
 // newDatabase makes an empty database for one test and returns its URL.
 func newDatabase(t *testing.T) string { return pgtest.Database(t) }
 
-func newDatabaseTB(t testing.TB) string { return pgtest.Database(t) }
+// initializedDatabase makes an empty database with the sendonce schema in it.
+func initializedDatabase(t testing.TB) string {
+	t.Helper()
+	u := pgtest.Database(t)
+	b, err := Create(context.Background(), u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	return u
+}
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
@@ -188,12 +198,7 @@ func TestPausedClaimsOfANewKey(t *testing.T) {
 
 func pausedRace(t *testing.T, isolation sql.IsolationLevel) int {
 	ctx := context.Background()
-	u := newDatabase(t)
-	init, err := Create(ctx, u, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	init.Close()
+	u := initializedDatabase(t)
 	paused, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	a, err := Open(ctx, u, Options{isolation: isolation, pause: func(point string) {

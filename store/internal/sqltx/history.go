@@ -11,98 +11,67 @@ import (
 
 // The whole-history reads and writes of store copy (store.History).
 
-func (t *Tx) IntentIDs() ([]int64, error) {
-	rows, err := t.query("SELECT id FROM intents ORDER BY id")
+// all reads every row of a query with scan.
+func all[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []int64
+	var out []T
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		v, err := scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+func (t *Tx) IntentIDs() ([]int64, error) {
+	rows, err := t.query("SELECT id FROM intents ORDER BY id")
+	return all(rows, err, func(r *sql.Rows) (id int64, err error) { return id, r.Scan(&id) })
 }
 
 func (t *Tx) UsedNonces() ([]store.UsedNonce, error) {
 	rows, err := t.query("SELECT nonce, used_at FROM used_nonces ORDER BY used_at, nonce")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.UsedNonce
-	for rows.Next() {
-		var n store.UsedNonce
+	return all(rows, err, func(r *sql.Rows) (n store.UsedNonce, err error) {
 		var at int64
-		if err := rows.Scan(&n.Nonce, &at); err != nil {
-			return nil, err
-		}
+		err = r.Scan(&n.Nonce, &at)
 		n.At = FromNanos(at)
-		out = append(out, n)
-	}
-	return out, rows.Err()
+		return n, err
+	})
 }
 
 func (t *Tx) Requests() ([]store.StoredRequest, error) {
 	rows, err := t.query("SELECT scope, id, fingerprint, response, at FROM requests ORDER BY at, scope, id")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.StoredRequest
-	for rows.Next() {
-		var r store.StoredRequest
+	return all(rows, err, func(r *sql.Rows) (q store.StoredRequest, err error) {
 		var at int64
-		if err := rows.Scan(&r.Scope, &r.ID, &r.Fingerprint, &r.Response, &at); err != nil {
-			return nil, err
-		}
-		r.At = FromNanos(at)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err = r.Scan(&q.Scope, &q.ID, &q.Fingerprint, &q.Response, &at)
+		q.At = FromNanos(at)
+		return q, err
+	})
 }
 
 func (t *Tx) Workstations() ([]store.RegisteredWorkstation, error) {
 	rows, err := t.query("SELECT id, public_key, registered_at FROM workstations ORDER BY registered_at, id")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.RegisteredWorkstation
-	for rows.Next() {
-		var w store.RegisteredWorkstation
+	return all(rows, err, func(r *sql.Rows) (w store.RegisteredWorkstation, err error) {
 		var pub []byte
 		var at int64
-		if err := rows.Scan(&w.ID, &pub, &at); err != nil {
-			return nil, err
-		}
+		err = r.Scan(&w.ID, &pub, &at)
 		w.PublicKey, w.At = ed25519.PublicKey(pub), FromNanos(at)
-		out = append(out, w)
-	}
-	return out, rows.Err()
+		return w, err
+	})
 }
 
 func (t *Tx) Objects() ([]store.ObjectBinding, error) {
 	rows, err := t.query("SELECT object_id, dispatch_id, bound_at FROM provider_objects ORDER BY bound_at, object_id")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ObjectBinding
-	for rows.Next() {
-		var o store.ObjectBinding
+	return all(rows, err, func(r *sql.Rows) (o store.ObjectBinding, err error) {
 		var at int64
-		if err := rows.Scan(&o.ObjectID, &o.DispatchID, &at); err != nil {
-			return nil, err
-		}
+		err = r.Scan(&o.ObjectID, &o.DispatchID, &at)
 		o.At = FromNanos(at)
-		out = append(out, o)
-	}
-	return out, rows.Err()
+		return o, err
+	})
 }
 
 // AdvanceTokens raises the fencing counter to at least n (SQLite's counter row;
