@@ -30,6 +30,11 @@ type Profile struct {
 	ProcessPattern     string   `json:"process_pattern,omitempty"`
 	WindowTitlePattern string   `json:"window_title_pattern,omitempty"`
 	UploadLimitBytes   int64    `json:"upload_limit_bytes"`
+	// ConversationWindow is the exact title (templates allowed: "{{title}}") of the
+	// window an app opens each conversation in, when that is not the main window: once
+	// open_conversation has run, the runner works in that window (every read, click and
+	// region), and there must be exactly one.
+	ConversationWindow string `json:"conversation_window,omitempty"`
 	// Timings are the runner's waits, for an app slower or faster than the defaults.
 	Timings Timings `json:"timings"`
 	// Title is where the conversation's visible title is read.
@@ -200,7 +205,7 @@ type Step struct {
 	Mode     string        `json:"mode,omitempty"`
 	Exact    bool          `json:"exact,omitempty"`
 	Timeout  Duration      `json:"timeout,omitempty"`
-	Offset   *image.Point  `json:"offset,omitempty"` // click_offset: from the window's top-left (negative: from the right/bottom)
+	Offset   *image.Point  `json:"offset,omitempty"` // click_offset, hover_offset: from the window's top-left (negative: from the right/bottom)
 	Repeat   int           `json:"repeat,omitempty"` // escape_window, escape_text: at most this many Escapes
 	// Confusable matches words the way file names are matched: OCR's 1/l and 0/O
 	// confusions folded (never for a destination's title, which must match exactly).
@@ -260,6 +265,8 @@ func couldSubmit(s Step) string {
 //	click_text        click the centre of Text found by OCR in Region
 //	click_offset      click at Offset in the window
 //	hover_text        put the pointer on Text found by OCR in Region, without a click
+//	hover_offset      put the pointer at Offset in the window, without a click (a
+//	                  control without a label shows its tooltip: wait_text it, then click)
 //	wait_text         wait until Text shows in Region and holds still
 //	wait_gone         wait until Text no longer shows in Region
 //	wait_window       wait until a window titled Window is viewable
@@ -268,7 +275,7 @@ func couldSubmit(s Step) string {
 //	escape_text       while Text shows in Region, press Escape
 func stepKind(do string) (input, ok bool) {
 	switch do {
-	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "escape_window", "escape_text":
+	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text":
 		return true, true
 	case "wait_text", "wait_gone", "wait_window", "wait_window_gone":
 		return false, true

@@ -61,6 +61,9 @@ func TestProfilesFromFolders(t *testing.T) {
 
 	got := map[string]ProfileEntry{}
 	for _, e := range ps.List() {
+		if e.Source == "built-in" && e.App != builtin {
+			continue // the other built-ins
+		}
 		got[e.Source] = e
 	}
 	switch {

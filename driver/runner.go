@@ -116,6 +116,9 @@ func (r *Runner) deliver(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.enterConversation(ctx); err != nil {
+		return err
+	}
 	// The chat is read before the title is judged: even a stop at a wrong title then
 	// has a first read to compare the final one with.
 	before, err := r.observeItems(ctx, "before_send")
@@ -221,6 +224,39 @@ func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 		return found[0], nil
 	}
 	return Window{}, fmt.Errorf("%w: %d viewable %s windows titled %q; refusing to guess which one", ErrWindow, len(found), p.Process, p.WindowTitle)
+}
+
+// enterConversation, for an app that opens each conversation in a window of its own
+// (the profile's conversation_window), waits for exactly one viewable window of the
+// app with exactly that title, and makes it the window the rest of the delivery works
+// in. The title check that follows still reads the conversation's visible title.
+func (r *Runner) enterConversation(ctx context.Context) error {
+	if r.Profile.ConversationWindow == "" {
+		return nil
+	}
+	want := r.Vars.expand(r.Profile.ConversationWindow)
+	deadline := r.now().Add(r.Profile.Timings.titleDeadline())
+	for {
+		ws, err := r.Driver.Windows(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: listing windows: %v", ErrWindow, err)
+		}
+		var found []Window
+		for _, w := range ws {
+			if w.Viewable && r.Profile.matchesProcess(w.Process) && w.Title == want {
+				found = append(found, w)
+			}
+		}
+		if len(found) == 1 {
+			r.window = found[0]
+			r.progress("%-10s %-32s %q", "safe", "the conversation's window", want)
+			return r.Driver.Activate(ctx, r.window)
+		}
+		if r.now().After(deadline) {
+			return fmt.Errorf("%w: %d viewable %s windows titled exactly %q after open_conversation; want exactly one", ErrStopped, len(found), r.Profile.App, want)
+		}
+		sleep(ctx, 150*time.Millisecond)
+	}
 }
 
 func (r *Runner) frame(ctx context.Context) (string, *image.RGBA) {
@@ -499,7 +535,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		return d.Type(ctx, r.Vars.expand(s.Text))
 	case "type_path":
 		return d.Type(ctx, r.Vars.FilePath)
-	case "click_offset":
+	case "click_offset", "hover_offset":
 		p := image.Pt(s.Offset.X, s.Offset.Y)
 		if p.X < 0 {
 			p.X += r.window.Bounds.Dx()
@@ -509,6 +545,10 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		}
 		p = p.Add(r.window.Bounds.Min)
 		res.Target = &evidence.Target{Method: "window_offset", Window: r.window.Title}
+		if s.Do == "hover_offset" {
+			res.Inputs = []evidence.Input{evidence.MoveInput(p.X, p.Y)}
+			return d.Move(ctx, p)
+		}
 		res.Inputs = []evidence.Input{evidence.ClickInput(p.X, p.Y)}
 		return d.Click(ctx, p)
 	case "click_text", "wait_text", "hover_text":
@@ -969,6 +1009,9 @@ func (r *Runner) DryRun(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if err := r.safePhase(ctx, "open_conversation", r.Profile.OpenConversation); err != nil {
+		return false, err
+	}
+	if err := r.enterConversation(ctx); err != nil {
 		return false, err
 	}
 	err := r.checkTitle(ctx)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -32,6 +33,9 @@ type Confirm struct {
 	// Settle is how long a new item must hold before it counts: two reads at least
 	// this far apart. The classifier reads it from the profile the bundle recorded.
 	Settle Duration `json:"settle"`
+	// Inline: a message's header and its content share one line ("[12:00:01] <carol>
+	// https://…/report.txt"), so an item belongs to the header on its own line.
+	Inline bool `json:"inline,omitempty"`
 
 	header *regexp.Regexp
 }
@@ -206,7 +210,7 @@ func (r *Runner) items(look vision.Look) []evidence.Item {
 		} else {
 			it.Size = sizeBelow(lines, l)
 		}
-		if h, ok := headerAbove(heads, l); ok && h.author != "" {
+		if h, ok := headerAbove(heads, l, r.confirm() != nil && r.confirm().Inline); ok && h.author != "" {
 			it.Ours = h.ours
 			it.Finished = !r.inProgress(lines, h, heads)
 		}
@@ -222,12 +226,14 @@ func (r *Runner) confirm() *Confirm {
 	return r.Profile.Confirm
 }
 
-// headerAbove is the nearest message header above a line: the row it belongs to.
-func headerAbove(heads []header, l vision.Line) (header, bool) {
+// headerAbove is the nearest message header above a line (or the line itself, when
+// headers are inline): the row it belongs to.
+func headerAbove(heads []header, l vision.Line, inline bool) (header, bool) {
 	var best header
 	found := false
 	for _, h := range heads {
-		if h.line.Box.Max.Y <= l.Box.Min.Y+2 && (!found || h.line.Box.Min.Y > best.line.Box.Min.Y) {
+		above := h.line.Box.Max.Y <= l.Box.Min.Y+2 || inline && h.line.Box.Min.Y <= l.Box.Min.Y+2
+		if above && (!found || h.line.Box.Min.Y > best.line.Box.Min.Y) {
 			best, found = h, true
 		}
 	}
@@ -275,7 +281,9 @@ func sizeBelow(lines []vision.Line, name vision.Line) string {
 }
 
 // nameIn finds the file name in a line of OCR text, as read (OCR may confuse 1 and l,
-// 0 and O, and split a word at a ligature): the run of words that matches it.
+// 0 and O, and split a word at a ligature): the run of words that matches it, or the
+// last path segment of a link that names it (an app that shows a sent file as its
+// download link).
 func nameIn(line, name string) (string, bool) {
 	words, want := strings.Fields(line), len(strings.Fields(name))
 	for n := want; n <= want+2; n++ {
@@ -284,6 +292,18 @@ func nameIn(line, name string) (string, bool) {
 			if evidence.NameMatches(got, name) {
 				return got, true
 			}
+		}
+	}
+	for _, w := range words {
+		if !strings.Contains(w, "://") {
+			continue
+		}
+		seg := w[strings.LastIndex(w, "/")+1:]
+		if evidence.NameMatches(seg, name) {
+			return seg, true
+		}
+		if u, err := url.PathUnescape(seg); err == nil && u != seg && evidence.NameMatches(u, name) {
+			return u, true
 		}
 	}
 	return "", false

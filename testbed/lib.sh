@@ -15,6 +15,9 @@
 #   gajim/config          gajim --config-path (settings.sqlite, shortcuts.json, ...)
 #   gajim/home            HOME of the Gajim process (~/.config/gtk-3.0/settings.ini)
 #   gajim/runtime         XDG_RUNTIME_DIR of the Gajim process (0700, owned by the user)
+#   ws2/                  the second workstation's Gajim (config, home, runtime)
+#   psi/                  Psi+ (--app psi-plus): data/ (PSIDATADIR: profiles/default,
+#                         certs/), home/, runtime/
 #   staging/              0750, group = the Gajim user's: sendonce places snapshots here,
 #                         readable by that group alone (0440)
 #
@@ -40,7 +43,7 @@ TB_LOCK=$TESTBED_DIR/.lock
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TB_LOGS=$TESTBED_DIR/logs
 # The subfolders up creates and down removes (logs/ is kept on purpose).
-TB_RUNTIME_PARTS=(tls openbox prosody gajim ws2 xauth staging state.env)
+TB_RUNTIME_PARTS=(tls openbox prosody gajim ws2 psi xauth staging state.env)
 
 # Prefix for CA files added to the system trust store; down only removes files
 # named like this, and only the one recorded in the state file.
@@ -215,8 +218,11 @@ tb_teardown() {
         :
     fi
 
-    # The second workstation first (its Gajim, openbox, Xvfb), then in reverse start
-    # order: Gajim, Prosody, openbox, Xvfb.
+    # Psi+ and the second workstation first (each app, its openbox, its Xvfb), then in
+    # reverse start order: Gajim, Prosody, openbox, Xvfb.
+    tb_stop_group Psi+ "${PSI_PGID:-}" "${PSI_DATA:-/nonexistent-testbed-path}"
+    tb_stop_group "Psi+'s openbox" "${PSI_OPENBOX_PGID:-}" "$TESTBED_DIR/openbox/rc.xml"
+    tb_stop_group "Psi+'s Xvfb" "${PSI_XVFB_PGID:-}" "Xvfb ${PSI_DISPLAY_NUM:+:$PSI_DISPLAY_NUM}"
     tb_stop_group "second Gajim" "${WS2_GAJIM_PGID:-}" "${WS2_GAJIM_CONFIG:-/nonexistent-testbed-path}"
     tb_stop_group "second openbox" "${WS2_OPENBOX_PGID:-}" "$TESTBED_DIR/openbox/rc.xml"
     tb_stop_group "second Xvfb" "${WS2_XVFB_PGID:-}" "Xvfb ${WS2_DISPLAY_NUM:+:$WS2_DISPLAY_NUM}"
@@ -240,7 +246,7 @@ tb_teardown() {
     # A Xvfb killed with KILL leaves its lock and socket behind: remove them only
     # if the lock names the Xvfb we started.
     local num pid lock pair
-    for pair in "${DISPLAY_NUM:-}:${XVFB_PID:-}" "${WS2_DISPLAY_NUM:-}:${WS2_XVFB_PID:-}"; do
+    for pair in "${DISPLAY_NUM:-}:${XVFB_PID:-}" "${WS2_DISPLAY_NUM:-}:${WS2_XVFB_PID:-}" "${PSI_DISPLAY_NUM:-}:${PSI_XVFB_PID:-}"; do
         num=${pair%%:*} pid=${pair#*:}
         [[ $num =~ ^[0-9]+$ && $pid =~ ^[0-9]+$ ]] || continue
         lock=/tmp/.X$num-lock
