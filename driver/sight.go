@@ -295,7 +295,8 @@ func nameIn(line, name string) (string, bool) {
 		}
 	}
 	for _, w := range words {
-		if !strings.Contains(w, "://") {
+		// OCR may split a long link anywhere: any word with a slash may hold its end.
+		if !strings.Contains(w, "/") {
 			continue
 		}
 		seg := w[strings.LastIndex(w, "/")+1:]

@@ -55,7 +55,16 @@ func Load(path string, required ...string) (*State, error) {
 			return nil, fmt.Errorf("the test bed state %s has no %s", path, k)
 		}
 	}
-	for _, k := range []string{"XVFB_PID", "PROSODY_PID", "GAJIM_PID"} {
+	pids := []string{"XVFB_PID", "PROSODY_PID"}
+	for _, app := range strings.Split(s.Vars["APPS"], ",") {
+		switch app {
+		case "gajim", "": // a state without APPS is Gajim's
+			pids = append(pids, "GAJIM_PID")
+		case "psi-plus":
+			pids = append(pids, "PSI_PID")
+		}
+	}
+	for _, k := range pids {
 		pid, err := strconv.Atoi(s.Vars[k])
 		if err != nil || pid <= 0 {
 			return nil, fmt.Errorf("the test bed state %s has no valid %s (%q)", path, k, s.Vars[k])
@@ -66,6 +75,10 @@ func Load(path string, required ...string) (*State, error) {
 	}
 	return s, nil
 }
+
+// Apps is testbed/up's arguments for a test bed with every app the tests drive (what
+// scripts/test starts too).
+func Apps() []string { return []string{"--app", "gajim", "--app", "psi-plus"} }
 
 // Start runs testbed/up (from the repository at repo) in a new temporary folder, after
 // arming a watchdog process that runs testbed/down and removes the folder when teardown
@@ -119,7 +132,7 @@ func Start(repo string, required ...string) (s *State, teardown func() error, er
 	defer logf.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, up)
+	cmd := exec.CommandContext(ctx, up, Apps()...)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "TESTBED_DIR="+dir)
 	cmd.Stdout, cmd.Stderr = logf, logf // a file, not a pipe: the daemons up starts must not hold us

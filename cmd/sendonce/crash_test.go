@@ -258,13 +258,19 @@ func crossingCount(a map[string]any) int {
 func (l *liveRun) providerConfig() string {
 	l.t.Helper()
 	path := filepath.Join(l.dir, "provider.json")
-	b, err := json.Marshal(map[string]any{
-		"jid":      l.bed.get(l.t, "ALICE_JID"),
-		"password": l.bed.get(l.t, "ALICE_PASSWORD"),
+	cfg := map[string]any{
+		"jid":      l.bed.get(l.t, l.app.jidKey),
+		"password": l.bed.get(l.t, l.app.passwordKey),
 		"addr":     "127.0.0.1:" + l.bed.get(l.t, "C2S_PORT"),
 		// The test bed is one machine: its upload service is on loopback.
 		"allow_private_addresses": true,
-	})
+	}
+	if l.app == psiApp {
+		// carol is on psi.localhost, and her upload service hands out links on
+		// localhost: a host outside her domain, named as the one to download from.
+		cfg["download_hosts"] = []string{"localhost"}
+	}
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -295,7 +301,7 @@ func (l *liveRun) settleUploads(before map[string]string, sum string, pressed bo
 		return l.waitUploads(before, sum)
 	}
 	time.Sleep(2 * time.Second)
-	return newUploads(before, uploads(l.t, l.bed.uploadDir(l.t)))
+	return newUploads(before, uploads(l.t, l.uploadDir()))
 }
 
 // wantEvidenceSupportsStatus checks, at the end of a case, the one rule every case obeys:
@@ -305,7 +311,7 @@ func (l *liveRun) settleUploads(before map[string]string, sum string, pressed bo
 func (l *liveRun) wantEvidenceSupportsStatus(before map[string]string, sum, key string, reconciled bool) (copies int, status string) {
 	l.t.Helper()
 	time.Sleep(time.Second) // an upload in flight lands within a fraction of that
-	fresh := newUploads(before, uploads(l.t, l.bed.uploadDir(l.t)))
+	fresh := newUploads(before, uploads(l.t, l.uploadDir()))
 	copies = countSHA(fresh, sum)
 	if copies > 1 {
 		l.t.Errorf("DUPLICATE: the server holds %d copies of %s; at most one may ever arrive (new files: %v)", copies, sum, fresh)
@@ -329,18 +335,21 @@ func (l *liveRun) wantEvidenceSupportsStatus(before map[string]string, sum, key 
 // each of its steps, with a fresh store and a fresh file each time, lets the lease run
 // out, runs the same delivery again, reconciles with the server, and checks that the
 // server never holds two copies and that the store says what the server supports.
-func TestCrashMatrix(t *testing.T) {
+func TestCrashMatrix(t *testing.T) { crashMatrix(t, gajimApp, crashPoints) }
+
+// crashMatrix runs the crash cases for one app at the points given.
+func crashMatrix(t *testing.T, app liveApp, points []crashPoint) {
 	var reconcileMissing bool
-	for _, cp := range crashPoints {
+	for _, cp := range points {
 		t.Run(cp.name, func(t *testing.T) {
 			// A moment for Gajim to settle after the previous case; whatever that case left
 			// on screen (a chooser, a send page) the next deliver dismisses itself.
 			time.Sleep(time.Second)
 			caseStart := time.Now()
-			l := newLive(t)
+			l := newLiveWith(t, app)
 			file, sum := l.distinctFile("crash-" + cp.name + ".txt")
 			key := deliveryKey(t, file)
-			before := uploads(t, l.bed.uploadDir(t))
+			before := uploads(t, l.uploadDir())
 
 			// 1. The delivery, killed right after cp.
 			killed := runSendonce(t, 4*time.Minute, []string{"SENDONCE_TEST_KILL_AFTER=" + cp.name},
@@ -381,7 +390,7 @@ func TestCrashMatrix(t *testing.T) {
 			}
 
 			// 3. The same delivery again.
-			mid := uploads(t, l.bed.uploadDir(t))
+			mid := uploads(t, l.uploadDir())
 			m, code, took := l.deliver(file, "Bob", "--display-wait", "3m")
 			if cp.crossed {
 				if code != exitConsumed || m["outcome"] != "refused" {
@@ -391,7 +400,7 @@ func TestCrashMatrix(t *testing.T) {
 					t.Errorf("the refused rerun took %v; a refusal is decided by the store before any desktop work", took)
 				}
 				time.Sleep(time.Second)
-				if fresh := newUploads(mid, uploads(t, l.bed.uploadDir(t))); len(fresh) != 0 {
+				if fresh := newUploads(mid, uploads(t, l.uploadDir())); len(fresh) != 0 {
 					t.Errorf("the refused rerun was followed by new uploads: %v; want none", fresh)
 				}
 				if as := attemptsOf(t, l.status(key)); len(as) != 1 {
@@ -480,7 +489,7 @@ func TestPausedWorkerIsFenced(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.distinctFile("paused.txt")
 	key := deliveryKey(t, file)
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	a := startSendonce(t, nil, l.deliverArgs(file, "Bob", "--task", "paused-A", "--lease", "4s", "--display-wait", "3m")...)
 	pid := a.cmd.Process.Pid
@@ -596,7 +605,7 @@ func TestSameKeyManyProcesses(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.distinctFile("same-key.txt")
 	key := deliveryKey(t, file)
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	ps := make([]*sendonceProc, procs)
 	for i := range ps {

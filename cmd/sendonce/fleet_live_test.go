@@ -133,7 +133,7 @@ func TestLiveTwoWorkstations(t *testing.T) {
 	closest := time.Hour
 	for round := 1; round <= 5; round++ {
 		file, sum := l.file(fmt.Sprintf("fleet-%d.txt", round))
-		before := uploads(t, l.bed.uploadDir(t))
+		before := uploads(t, l.uploadDir())
 		runs := race(t, l, file, round, wss)
 		var winner, loser *raceRun
 		for _, r := range runs {
@@ -174,13 +174,13 @@ func TestLiveTwoWorkstations(t *testing.T) {
 			{name: "ws2", display: wss[1].display, state: t.TempDir(), store: newStore(t)},
 		}
 		file, sum := l.file("fleet-control.txt")
-		before := uploads(t, l.bed.uploadDir(t))
+		before := uploads(t, l.uploadDir())
 		runs := race(t, l, file, 0, own)
 		fresh := l.waitUploads(before, sum)
 		deadline := time.Now().Add(20 * time.Second)
 		for countSHA(fresh, sum) < 2 && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
-			fresh = newUploads(before, uploads(t, l.bed.uploadDir(t)))
+			fresh = newUploads(before, uploads(t, l.uploadDir()))
 		}
 		if n := countSHA(fresh, sum); n < 2 {
 			t.Errorf("each workstation on its own store: %d copies on the server; want a duplicate (2)", n)

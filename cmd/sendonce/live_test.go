@@ -142,27 +142,33 @@ func startTestBed() (*testBed, error) {
 	return &testBed{stateFile: st.File, vars: st.Vars}, nil
 }
 
-// uploads is what the upload folder holds: *.bin file name -> SHA-256 of its bytes.
+// uploads is what an upload folder holds: file -> SHA-256 of its bytes. The file is
+// a *.bin name (http_file_share, Gajim's service) or SLOT/NAME (http_upload, Psi+'s).
 func uploads(tb testing.TB, dir string) map[string]string {
 	tb.Helper()
-	entries, err := os.ReadDir(dir)
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		nested := strings.Contains(rel, string(filepath.Separator))
+		if !e.Type().IsRegular() || !nested && !strings.HasSuffix(rel, ".bin") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{} // Prosody makes it at the first upload
 	}
 	if err != nil {
-		tb.Fatalf("reading the upload folder: %v", err)
-	}
-	out := map[string]string{}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".bin") || !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			tb.Fatalf("reading an upload: %v", err)
-		}
-		sum := sha256.Sum256(b)
-		out[e.Name()] = hex.EncodeToString(sum[:])
+		tb.Fatalf("reading the upload folder %s: %v", dir, err)
 	}
 	return out
 }
@@ -188,10 +194,23 @@ func countSHA(files map[string]string, sum string) int {
 	return n
 }
 
-// liveRun is one live test's world: the test bed, a fresh store, a folder for files.
+// liveApp is one chat app of the test bed, as the live tests drive it: its profile, the
+// state keys of its display and upload folder, and the account it sends as.
+type liveApp struct {
+	name                                       string
+	displayKey, uploadKey, jidKey, passwordKey string
+}
+
+var (
+	gajimApp = liveApp{name: "gajim", displayKey: "DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
+	psiApp   = liveApp{name: "psi-plus", displayKey: "PSI_DISPLAY", uploadKey: "PSI_UPLOAD_DIR", jidKey: "PSI_JID", passwordKey: "PSI_PASSWORD"}
+)
+
+// liveRun is one live test's world: the test bed, the app, a fresh store, a folder for files.
 type liveRun struct {
 	t       *testing.T
 	bed     *testBed
+	app     liveApp
 	store   string
 	dir     string
 	bundles []string
@@ -201,9 +220,15 @@ type liveRun struct {
 
 func newLive(t *testing.T) *liveRun {
 	t.Helper()
+	return newLiveWith(t, gajimApp)
+}
+
+// newLiveWith is newLive for the app given: the test bed must have started it.
+func newLiveWith(t *testing.T, app liveApp) *liveRun {
+	t.Helper()
 	bed := liveTestBed(t)
-	l := &liveRun{t: t, bed: bed, store: newStore(t), dir: t.TempDir(), files: map[string]string{}}
-	l.start = uploads(t, bed.uploadDir(t))
+	l := &liveRun{t: t, bed: bed, app: app, store: newStore(t), dir: t.TempDir(), files: map[string]string{}}
+	l.start = uploads(t, l.uploadDir())
 	// Registered after t.TempDir: it runs before the folders are removed.
 	t.Cleanup(l.keepWhatFailed)
 	return l
@@ -227,9 +252,13 @@ func (l *liveRun) file(name string) (string, string) {
 	return path, hex.EncodeToString(sum[:])
 }
 
+// uploadDir is the folder the app's uploads land in; display the app's display.
+func (l *liveRun) uploadDir() string { return l.bed.get(l.t, l.app.uploadKey) }
+func (l *liveRun) display() string   { return l.bed.get(l.t, l.app.displayKey) }
+
 func (l *liveRun) deliverArgs(file, to string, extra ...string) []string {
-	args := []string{"deliver", "--app", "gajim", "--to", to, "--dest-id", "xmpp:bob@localhost", "--file", file,
-		"--display", l.bed.display(l.t), "--staging", l.bed.staging(l.t), "--store", l.store, "--json"}
+	args := []string{"deliver", "--app", l.app.name, "--to", to, "--dest-id", "xmpp:bob@localhost", "--file", file,
+		"--display", l.display(), "--staging", l.bed.staging(l.t), "--store", l.store, "--json"}
 	return append(args, extra...)
 }
 
@@ -284,7 +313,7 @@ func (l *liveRun) waitUploads(before map[string]string, sums ...string) map[stri
 	l.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		fresh := newUploads(before, uploads(l.t, l.bed.uploadDir(l.t)))
+		fresh := newUploads(before, uploads(l.t, l.uploadDir()))
 		all := true
 		for _, s := range sums {
 			if countSHA(fresh, s) == 0 {
@@ -403,7 +432,7 @@ func (l *liveRun) keepWhatFailed() {
 		l.t.Logf("keeping the failure: %v", err)
 		return
 	}
-	if d := l.bed.vars["DISPLAY"]; d != "" {
+	if d := l.bed.vars[l.app.displayKey]; d != "" {
 		png := filepath.Join(keep, "screen.png")
 		if out, err := exec.Command("import", "-display", d, "-window", "root", "png:"+png).CombinedOutput(); err != nil {
 			l.t.Logf("screenshot: %v %s", err, out)
@@ -417,7 +446,7 @@ func (l *liveRun) keepWhatFailed() {
 		}
 	}
 	// What really reached the server, whatever the outcome said.
-	fresh := newUploads(l.start, uploads(l.t, l.bed.uploadDir(l.t)))
+	fresh := newUploads(l.start, uploads(l.t, l.uploadDir()))
 	for sum, name := range l.files {
 		l.t.Logf("the server got %d copies of %s (%s) during this test", countSHA(fresh, sum), name, sum)
 	}
@@ -464,7 +493,7 @@ func compactSteps(steps []byte) string {
 func TestLiveDeliverTextFile(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.file("report.txt")
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	m, code, _ := l.deliver(file, "Bob")
 	l.wantSentVerified(m, code)
@@ -486,7 +515,7 @@ func TestLiveDeliverTextFile(t *testing.T) {
 func TestLiveSecondRunRefused(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.file("again.txt")
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	first, code, _ := l.deliver(file, "Bob")
 	l.wantSentVerified(first, code)
@@ -514,7 +543,7 @@ func TestLiveSecondRunRefused(t *testing.T) {
 func TestLiveWrongTitleTouchesNoBoundary(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.file("wrong.txt")
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	m, code, _ := l.deliver(file, "Bobby")
 	if code != exitNotSent || m["outcome"] != "not_sent" {
@@ -531,7 +560,7 @@ func TestLiveWrongTitleTouchesNoBoundary(t *testing.T) {
 	}
 	l.verifyBundle(m)
 	time.Sleep(time.Second) // an upload, had one started, lands within a fraction of that
-	fresh := newUploads(before, uploads(t, l.bed.uploadDir(t)))
+	fresh := newUploads(before, uploads(t, l.uploadDir()))
 	if len(fresh) != 0 || countSHA(fresh, sum) != 0 {
 		t.Fatalf("the upload folder got new files: %v; want none", fresh)
 	}
@@ -544,7 +573,7 @@ func TestLiveTwoFilesAtOnce(t *testing.T) {
 	l := newLive(t)
 	fileA, sumA := l.file("first.txt")
 	fileB, sumB := l.file("second.txt")
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -643,7 +672,7 @@ func BenchmarkLiveDelivery(b *testing.B) {
 func TestLiveDryRun(t *testing.T) {
 	l := newLive(t)
 	file, _ := l.file("dry.txt")
-	before := uploads(t, l.bed.uploadDir(t))
+	before := uploads(t, l.uploadDir())
 	m, code, _ := l.deliver(file, "Bob", "--dry-run")
 	if code != 0 || m["outcome"] != "dry_run" || m["title_matches"] != true || m["would_proceed"] != true {
 		t.Fatalf("dry run to Bob exited %d; want 0 with the title matching\n%s", code, describe(m))
@@ -657,7 +686,7 @@ func TestLiveDryRun(t *testing.T) {
 		t.Fatalf("dry run to Bobby exited %d; want 8, title not matching\n%s", code, describe(m))
 	}
 	time.Sleep(time.Second)
-	if fresh := newUploads(before, uploads(t, l.bed.uploadDir(t))); len(fresh) != 0 {
+	if fresh := newUploads(before, uploads(t, l.uploadDir())); len(fresh) != 0 {
 		t.Fatalf("a dry run uploaded %v", fresh)
 	}
 }
