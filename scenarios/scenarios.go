@@ -43,7 +43,7 @@ type Scenario struct {
 }
 
 // Step runs sendonce with Run's arguments (templates: {{store}}, {{key}}, {{file}},
-// {{fixtures}}, {{testdata}}, {{work}}, {{task}}), Copies times at once.
+// {{fixtures}}, {{testdata}}, {{work}}, {{task}}, {{app}}), Copies times at once.
 type Step struct {
 	Run    []string          `json:"run"`
 	Copies int               `json:"copies,omitempty"`
@@ -134,6 +134,10 @@ type Runner struct {
 	Exe      string   // the sendonce binary; this program when ""
 	Env      []string // extra environment for every process
 	Testdata string   // the repository's testdata folder
+	// App is the chat app whose recorded fixtures the deliveries replay: gajim's are in
+	// testdata/fixtures, another app's in testdata/fixtures/APP, under the same names.
+	// gajim when "".
+	App string
 	// Store, when set, names a fresh empty store for a scenario (a PostgreSQL
 	// database, say); a SQLite file in the scenario's folder when nil.
 	Store func(work string) (string, error)
@@ -172,6 +176,11 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 		"{{work}}":     work,
 		"{{testdata}}": r.Testdata,
 		"{{fixtures}}": filepath.Join(r.Testdata, "fixtures"),
+		"{{app}}":      "gajim",
+	}
+	if r.App != "" && r.App != "gajim" {
+		vars["{{fixtures}}"] = filepath.Join(r.Testdata, "fixtures", r.App)
+		vars["{{app}}"] = r.App
 	}
 	vars["{{file}}"] = expand(sc.File, vars)
 	key, err := keyOf(sc, vars["{{file}}"])

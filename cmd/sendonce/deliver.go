@@ -143,7 +143,9 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 		return rec, closer, nil
 	}
 	res, err := env.deliver(ctx, f, open)
-	if _, notOutcome := gate.ParseOutcome(res.Outcome); rec == nil || err != nil || notOutcome != nil {
+	// A delivery that ended with an outcome is a fixture, whatever the outcome (a stop
+	// before any boundary, not_sent, is one too); one that ended without is not.
+	if _, notOutcome := gate.ParseOutcome(res.Outcome); rec == nil || notOutcome != nil {
 		return err
 	}
 	content, rerr := os.ReadFile(f.file)
@@ -152,6 +154,9 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 	}
 	if rerr != nil {
 		env.log.Warn().Err(rerr).Msg("saving the fixture")
+	}
+	if err != nil {
+		return err
 	}
 	return deliveryExit(res)
 }

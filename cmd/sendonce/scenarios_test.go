@@ -25,9 +25,16 @@ func TestScenarios(t *testing.T) {
 		t.Fatalf("%d scenarios; the suite needs at least 14", len(scs))
 	}
 	td, _ := filepath.Abs("../../testdata")
+	// Every store kind with Gajim's fixtures, and SQLite with each other app's: the
+	// policy does not depend on the app, and its fixtures show it.
+	runs := []struct{ kind, app string }{{"sqlite", "psi-plus"}}
 	for _, kind := range storeKinds {
-		t.Run(kind, func(t *testing.T) {
-			r := scenarios.Runner{Exe: self(t), Testdata: td, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
+		runs = append(runs, struct{ kind, app string }{kind, "gajim"})
+	}
+	for _, run := range runs {
+		kind := run.kind
+		t.Run(kind+"/"+run.app, func(t *testing.T) {
+			r := scenarios.Runner{Exe: self(t), Testdata: td, App: run.app, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
 			if kind == "postgres" {
 				r.Env = append(r.Env, "SENDONCE_STATE_DIR="+t.TempDir())
 				r.Store = func(string) (string, error) { return newPostgresDatabase(t), nil }

@@ -1,0 +1,105 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"image"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision"
+)
+
+// TestConversationWindow: a profile whose app opens each conversation in a window of its
+// own works in the one window titled exactly as the conversation, once open_conversation
+// has run; none, or two, stop the delivery before any boundary.
+func TestConversationWindow(t *testing.T) {
+	roster := Window{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 200, 300)}
+	bob := Window{ID: 2, Process: "x", Title: "Bob", Viewable: true, Bounds: image.Rect(0, 20, 1280, 800)}
+	bobby := Window{ID: 3, Process: "x", Title: "Bobby", Viewable: true, Bounds: image.Rect(0, 20, 1280, 800)}
+	otherApp := Window{ID: 4, Process: "y", Title: "Bob", Viewable: true}
+	hidden := Window{ID: 5, Process: "x", Title: "Bob", Viewable: false}
+	for name, tc := range map[string]struct {
+		ws   []Window
+		want uint32 // 0: stopped
+	}{
+		"the one titled exactly so":         {[]Window{roster, bobby, bob, otherApp, hidden}, 2},
+		"a prefix is not the title":         {[]Window{roster, bobby}, 0},
+		"two of them":                       {[]Window{roster, bob, {ID: 6, Process: "x", Title: "Bob", Viewable: true}}, 0},
+		"another app's window of that name": {[]Window{roster, otherApp}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &Runner{Driver: windowsOnly{ws: tc.ws}, Profile: &Profile{App: "x", Process: "x", ConversationWindow: "{{title}}",
+				Timings: Timings{TitleDeadline: Duration{300 * time.Millisecond}}}, Vars: Vars{Title: "Bob"}}
+			r.window = roster
+			err := r.enterConversation(context.Background())
+			switch {
+			case tc.want == 0 && !errors.Is(err, ErrStopped):
+				t.Fatalf("%v; want the delivery stopped", err)
+			case tc.want != 0 && (err != nil || r.window.ID != tc.want):
+				t.Fatalf("window %d, %v; want window %d", r.window.ID, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestHoverOffsetMovesWithoutClicking: hover_offset puts the pointer at an offset of the
+// window (from its bottom when negative) and clicks nothing.
+func TestHoverOffsetMovesWithoutClicking(t *testing.T) {
+	desk := &pointer{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 19, 1280, 800)}}}}
+	rec, err := evidence.Create(t.TempDir()+"/bundle", evidence.Manifest{Keys: []string{"v2:title:Bob:" + strings.Repeat("a", 64)}, Identity: "title:Bob", IdentityStrength: "weak",
+		Title: "Bob", App: "x", Task: "t", Token: 1, DispatchID: strings.Repeat("b", 32), ContentSHA256: strings.Repeat("a", 64), Size: 1, FileName: "f", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x"}}
+	r.window = desk.ws[0]
+	if err := r.run(context.Background(), Step{Name: "point at the button", Do: "hover_offset", Offset: &image.Point{X: 121, Y: -55}, Class: evidence.Safe}); err != nil {
+		t.Fatal(err)
+	}
+	if len(desk.clicks) != 0 || len(desk.moves) != 1 || desk.moves[0] != image.Pt(121, 800-55) {
+		t.Fatalf("moves %v, clicks %v; want one move to (121,745) and no click", desk.moves, desk.clicks)
+	}
+}
+
+// TestNameInLinks: an app that shows a sent file as its download link names the file
+// in the link's last segment, however OCR splits the link; another name, or the name
+// inside a segment, is not it.
+func TestNameInLinks(t *testing.T) {
+	for line, want := range map[string]string{
+		"[20:00:12] <carol> https://localhost:22329/upload/DHzEzeg/report.txt":         "report.txt",
+		"[20:00:12] <carol> https://localhost:22329/upload/DhfzdczAm2 7feOZ/photo.png": "photo.png",
+		"<carol> https://h/upload/x/my%20report.txt":                                   "my report.txt",
+		"<carol> https://h/upload/x/report.txt.exe":                                    "",
+		"<carol> https://h/upload/report.txt/other.txt":                                "",
+		"report.txt and nothing else":                                                  "report.txt",
+	} {
+		name := want
+		if want == "" {
+			name = "report.txt"
+		}
+		got, ok := nameIn(line, name)
+		if ok != (want != "") || got != want {
+			t.Errorf("nameIn(%q, %q) = %q, %v; want %q", line, name, got, ok, want)
+		}
+	}
+}
+
+// TestInlineHeaders: with inline headers an item belongs to the header on its own line;
+// without, only to one above it.
+func TestInlineHeaders(t *testing.T) {
+	line := func(y int) vision.Line { return vision.Line{Box: image.Rect(10, y, 700, y+16)} }
+	heads := []header{{line: line(100), author: "<carol>"}, {line: line(140), author: "<bob>"}}
+	if h, ok := headerAbove(heads, line(140), true); !ok || h.author != "<bob>" {
+		t.Errorf("inline: the item on bob's line belongs to %q, %v; want <bob>", h.author, ok)
+	}
+	if h, ok := headerAbove(heads, line(140), false); !ok || h.author != "<carol>" {
+		t.Errorf("not inline: the item below carol's header belongs to %q, %v; want <carol>", h.author, ok)
+	}
+	if _, ok := headerAbove(heads, line(60), true); ok {
+		t.Errorf("an item above every header belongs to none")
+	}
+}
