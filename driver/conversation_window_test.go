@@ -103,3 +103,42 @@ func TestInlineHeaders(t *testing.T) {
 		t.Errorf("an item above every header belongs to none")
 	}
 }
+
+// reads is an OCR that reads the same words everywhere.
+type reads []vision.Word
+
+func (w reads) Recognize(context.Context, image.Image, vision.Mode) ([]vision.Word, error) {
+	return append([]vision.Word(nil), w...), nil
+}
+
+// TestRegionFromAnchor: a region placed from an anchor follows where the anchor's text
+// shows; an anchor that does not show, or shows twice, places nothing; a profile that
+// asks for one without a size is refused.
+func TestRegionFromAnchor(t *testing.T) {
+	win := Window{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 1280, 800)}
+	desk := &pointer{windowsOnly: windowsOnly{ws: []Window{win}}}
+	// Words as OCR gives them: in the searched image (the window's bottom 200 pixels).
+	attach := vision.Word{Text: "Attach", Box: image.Rect(300, 100, 350, 115), Confidence: 95, Line: 1}
+	reg := &Region{X: -10, Y: -40, W: 200, H: 30, From: &RegionAnchor{Text: "Attach", Region: Region{X: 0, Y: -200, W: 0, H: 0}}}
+	for name, tc := range map[string]struct {
+		words reads
+		want  image.Rectangle // empty: an error
+	}{
+		"found once":  {reads{attach}, image.Rect(290, 660, 490, 690)},
+		"not showing": {reads{{Text: "Send", Box: image.Rect(10, 10, 40, 20), Line: 1}}, image.Rectangle{}},
+		"twice":       {reads{attach, {Text: "Attach", Box: image.Rect(300, 150, 350, 165), Line: 2}}, image.Rectangle{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: tc.words}, Profile: &Profile{App: "x", Process: "x"}}
+			r.window = win
+			got, err := r.region(context.Background(), Step{Region: reg})
+			if tc.want.Empty() != (err != nil) || got != tc.want {
+				t.Fatalf("region %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	bad := strings.Replace(minimal("x"), `"choose_file":[`, `"choose_file":[{"name":"wait","do":"wait_text","class":"safe","text":"a","region":{"x":0,"y":0,"w":0,"h":10,"from":{"text":"b","region":{"x":0,"y":0,"w":0,"h":0}}}},`, 1)
+	if _, err := ParseProfile([]byte(bad)); err == nil || !strings.Contains(err.Error(), "positive w and h") {
+		t.Fatalf("a region from an anchor without a width: %v; want it refused", err)
+	}
+}

@@ -150,12 +150,38 @@ func ocrMode(s string) vision.Mode {
 // window's right or bottom edge; a W or H of zero or less reaches to that edge minus |W|.
 // A Centred region is a W×H overlay centred in the window (a dialog drawn over it),
 // offset by X and Y: it follows the window's size, where fixed offsets would not.
+// A region From an anchor is W×H at X, Y from the top-left of the anchor's text, found
+// (exactly once) where From says: it follows what the screen shows. Steps and the
+// title, chat and send page reads take one; the confirm and mark regions do not.
 type Region struct {
-	X       int  `json:"x"`
-	Y       int  `json:"y"`
-	W       int  `json:"w"`
-	H       int  `json:"h"`
-	Centred bool `json:"centred,omitempty"`
+	X       int           `json:"x"`
+	Y       int           `json:"y"`
+	W       int           `json:"w"`
+	H       int           `json:"h"`
+	Centred bool          `json:"centred,omitempty"`
+	From    *RegionAnchor `json:"from,omitempty"`
+}
+
+// RegionAnchor is the text a region is placed from, and where (and how) to find it.
+type RegionAnchor struct {
+	Text   string      `json:"text"` // templates allowed
+	Region Region      `json:"region"`
+	Prep   vision.Prep `json:"prep"`
+}
+
+// checkFrom validates a region's anchor: a text, a positive size, no anchor of its own.
+func (r *Region) checkFrom(where string) error {
+	switch {
+	case r == nil || r.From == nil:
+		return nil
+	case r.From.Text == "":
+		return fmt.Errorf("%s: region.from.text is required", where)
+	case r.W <= 0 || r.H <= 0:
+		return fmt.Errorf("%s: a region from an anchor needs a positive w and h", where)
+	case r.From.Region.From != nil:
+		return fmt.Errorf("%s: region.from.region may not have an anchor of its own", where)
+	}
+	return nil
 }
 
 // In resolves the region inside window bounds w, in screen coordinates.
@@ -335,6 +361,17 @@ func (p *Profile) validate() error {
 		if err := p.Confirm.validate(p.App); err != nil {
 			return err
 		}
+		if p.Confirm.EndBlank.From != nil {
+			return fmt.Errorf("profile %s: confirm.end_blank cannot be placed from an anchor (it is read as pixels, not text)", p.App)
+		}
+	}
+	if p.SendPageMark != nil && p.SendPageMark.Region.From != nil {
+		return fmt.Errorf("profile %s: send_page_mark.region cannot be placed from an anchor (the mark is the anchor)", p.App)
+	}
+	for name, rd := range map[string]Read{"title": p.Title, "chat": p.Chat, "send_page": p.SendPage} {
+		if err := rd.Region.checkFrom(fmt.Sprintf("profile %s: %s", p.App, name)); err != nil {
+			return err
+		}
 	}
 	chooseWant, sendWant := map[evidence.Class]int{evidence.MaySubmit: 1}, map[evidence.Class]int{evidence.Submit: 1}
 	if p.ChoosingSends() {
@@ -369,6 +406,9 @@ func (p *Profile) validate() error {
 			}
 			if s.Class != evidence.Safe {
 				chosen = true
+			}
+			if err := s.Region.checkFrom(where); err != nil {
+				return err
 			}
 			input, ok := stepKind(s.Do)
 			switch {

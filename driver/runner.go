@@ -481,7 +481,35 @@ func (r *Runner) region(ctx context.Context, s Step) (image.Rectangle, error) {
 	if s.Region == nil {
 		return w.Bounds, nil
 	}
+	if s.Region.From != nil {
+		return r.fromAnchor(ctx, w, *s.Region)
+	}
 	return s.Region.In(w.Bounds), nil
+}
+
+// fromAnchor places a region from its anchor's text, read once where the anchor says:
+// not found, or found more than once, is an error (the step then stops).
+func (r *Runner) fromAnchor(ctx context.Context, w Window, reg Region) (image.Rectangle, error) {
+	f := reg.From
+	search := f.Region.In(w.Bounds)
+	look, err := r.Reader.Read(ctx, search, f.Prep, vision.Sparse)
+	if err != nil {
+		return image.Rectangle{}, err
+	}
+	a := vision.Anchor{Text: r.Vars.expand(f.Text)}
+	box, _, ok := vision.FindPhrase(look.Words, a.Text)
+	switch n := a.Occurrences(look.Words); {
+	case !ok:
+		return image.Rectangle{}, fmt.Errorf("%w: the region's anchor %q does not show", vision.ErrNotFound, a.Text)
+	case n > 1:
+		return image.Rectangle{}, fmt.Errorf("the region's anchor %q shows %d times: refusing to guess where the region is", a.Text, n)
+	}
+	at := box.Min.Add(image.Pt(reg.X, reg.Y))
+	placed := image.Rect(at.X, at.Y, at.X+reg.W, at.Y+reg.H).Intersect(w.Bounds)
+	if placed.Empty() {
+		return image.Rectangle{}, fmt.Errorf("the region placed from %q falls outside the window", a.Text)
+	}
+	return placed, nil
 }
 
 // matcher compares OCR words with wanted words as the step asks.
