@@ -7,6 +7,7 @@ package scenarios
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -134,10 +135,10 @@ type Runner struct {
 	Exe      string   // the sendonce binary; this program when ""
 	Env      []string // extra environment for every process
 	Testdata string   // the repository's testdata folder
-	// App is the chat app whose recorded fixtures the deliveries replay: gajim's are in
-	// testdata/fixtures, another app's in testdata/fixtures/APP, under the same names.
-	// gajim when "".
-	App string
+	// App is the chat app whose recorded fixtures the deliveries replay (gajim when ""),
+	// and Fixtures their folder (Testdata/fixtures when ""; another app's are in
+	// testdata/fixtures/APP, under the same names).
+	App, Fixtures string
 	// Store, when set, names a fresh empty store for a scenario (a PostgreSQL
 	// database, say); a SQLite file in the scenario's folder when nil.
 	Store func(work string) (string, error)
@@ -175,12 +176,8 @@ func (r Runner) run(ctx context.Context, sc Scenario, work string) ([]string, er
 		"{{store}}":    store,
 		"{{work}}":     work,
 		"{{testdata}}": r.Testdata,
-		"{{fixtures}}": filepath.Join(r.Testdata, "fixtures"),
-		"{{app}}":      "gajim",
-	}
-	if r.App != "" && r.App != "gajim" {
-		vars["{{fixtures}}"] = filepath.Join(r.Testdata, "fixtures", r.App)
-		vars["{{app}}"] = r.App
+		"{{fixtures}}": cmp.Or(r.Fixtures, filepath.Join(r.Testdata, "fixtures")),
+		"{{app}}":      cmp.Or(r.App, "gajim"),
 	}
 	vars["{{file}}"] = expand(sc.File, vars)
 	key, err := keyOf(sc, vars["{{file}}"])

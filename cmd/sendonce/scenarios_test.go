@@ -35,6 +35,9 @@ func TestScenarios(t *testing.T) {
 		kind := run.kind
 		t.Run(kind+"/"+run.app, func(t *testing.T) {
 			r := scenarios.Runner{Exe: self(t), Testdata: td, App: run.app, Env: []string{"SENDONCE_AS_CLI=1", "OMP_THREAD_LIMIT=1"}}
+			if run.app != gajimApp.name {
+				r.Fixtures = filepath.Join(td, "fixtures", run.app)
+			}
 			if kind == "postgres" {
 				r.Env = append(r.Env, "SENDONCE_STATE_DIR="+t.TempDir())
 				r.Store = func(string) (string, error) { return newPostgresDatabase(t), nil }
