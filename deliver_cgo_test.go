@@ -91,13 +91,20 @@ func (r *replayed) deliverer() *sendonce.Deliverer {
 // recorded, every recorded input event is sent, in order, and the bundle is sealed and
 // classifies the same.
 func TestReplayFixtures(t *testing.T) {
-	dirs, _ := filepath.Glob("testdata/fixtures/*")
-	if len(dirs) < 4 {
-		t.Fatalf("%d fixtures under testdata/fixtures; want at least 4 (sendonce record)", len(dirs))
+	// Gajim's fixtures are testdata/fixtures/NAME, another app's testdata/fixtures/APP/NAME.
+	var names []string
+	for _, pattern := range []string{"testdata/fixtures/*/fixture.json", "testdata/fixtures/*/*/fixture.json"} {
+		found, _ := filepath.Glob(pattern)
+		for _, f := range found {
+			names = append(names, strings.TrimPrefix(filepath.Dir(f), filepath.Join("testdata", "fixtures")+string(filepath.Separator)))
+		}
 	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			r := newReplayed(t, filepath.Base(dir), sendonce.Options{})
+	if len(names) < 7 {
+		t.Fatalf("%d fixtures under testdata/fixtures; want at least 7 (sendonce record)", len(names))
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			r := newReplayed(t, name, sendonce.Options{})
 			// A staging folder readable by the app's group (as the test bed's is).
 			if err := os.Mkdir(r.req.Staging, 0o750); err != nil {
 				t.Fatal(err)
