@@ -336,6 +336,10 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, err
 	}
+	if in.profile.SendPageProof(name) == "" {
+		closeFile()
+		return in, gate.Invalidf("%s's send page shows no name for a file like %s (names_shown_for) and the profile has no item_mark to count its items by: nothing could prove the file is the one item it sends, so it is refused before the claim (send it through an app whose profile can prove it, or give the profile an item_mark)", in.profile.App, name)
+	}
 	if req.Display == "" {
 		closeFile()
 		return in, fieldError("display", errors.New("is required"))

@@ -67,6 +67,8 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 		t.Fatal(err)
 	}
 	opt.EvidenceRoot = filepath.Join(work, "evidence")
+	// Profiles written for the tests (testdata/profiles: gajim-previews, say) besides the built-ins.
+	opt.ProfileDirs = append(opt.ProfileDirs, "testdata/profiles")
 	c, err := sendonce.Open(context.Background(), loc, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,7 @@ func assertSettled(t *testing.T, c *sendonce.Client, res sendonce.DeliveryResult
 	if err != nil || !v.Authenticated || strings.Join(v.Checked, ",") != "internal,store,signature" || v.Format != evidence.FormatV2 {
 		t.Fatalf("verify against the store: %v, %+v; want authenticated by signature and store", err, v)
 	}
-	if string(b.Profile) == "" || b.Manifest.Profile.Source != "built-in" {
+	if string(b.Profile) == "" || b.Manifest.Profile.Source == "" {
 		t.Fatalf("the bundle records no profile: %+v", b.Manifest.Profile)
 	}
 }
@@ -505,4 +507,92 @@ func TestConditionalSteps(t *testing.T) {
 	if p, ok := conditions["Bob"]; !ok || !p || !steps[shows.Name] {
 		t.Errorf("the condition that shows: recorded %v (present %v), step run %v; want recorded present and the step run", ok, p, steps[shows.Name])
 	}
+}
+
+// TestPreviewProvenByDifference: an app that shows an image on its send page only as a
+// preview (no name) proves "exactly one item, ours" by difference: the synthesized
+// fixture preview-without-name is sent_verified through a profile with an item_mark,
+// and its bundle records the send page counted empty before choose_file and holding one
+// item after it. Through the same recording, a profile whose mark never shows stops
+// before choose_file is crossed (not_sent), and one that can prove neither the name nor
+// the difference refuses the file before the claim (ErrInvalid, the key untouched).
+func TestPreviewProvenByDifference(t *testing.T) {
+	r := newReplayed(t, "preview-without-name", sendonce.Options{})
+	os.Mkdir(r.req.Staging, 0o750)
+	res, err := r.deliverer().Deliver(context.Background(), r.req)
+	if err != nil || res.Outcome != string(gate.SentVerified) {
+		t.Fatalf("through gajim-previews: %v, %s; want sent_verified\nreasons: %v", err, res.Outcome, res.Reasons)
+	}
+	b, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []int
+	for _, rec := range b.Records {
+		if o := rec.Observed; o != nil && o.What == "send_page_marks" && o.Marks != nil {
+			marks = append(marks, *o.Marks)
+		}
+	}
+	if len(marks) != 2 || marks[0] != 0 || marks[1] != 1 {
+		t.Fatalf("the send page's item counts recorded: %v; want [0 1] (none before choose_file, one after)", marks)
+	}
+
+	profile, err := os.ReadFile("testdata/profiles/gajim-previews.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := func(t *testing.T, replace, with string) sendonce.Options {
+		dir := t.TempDir()
+		text := strings.Replace(string(profile), replace, with, 1)
+		if text == string(profile) {
+			t.Fatalf("the profile has no %s", replace)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "gajim-previews.json"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return sendonce.Options{ProfileDirs: []string{dir}}
+	}
+	markAt := strings.Index(string(profile), `"item_mark": `)
+	markLine := string(profile)[markAt : markAt+strings.Index(string(profile)[markAt:], "\n")]
+
+	// A mark that never shows (a profile's mistake no check can see) reads no item after
+	// choose_file either: the delivery stops before send, which is never crossed. The
+	// chosen file cost the key (send_status_unknown), and nothing was sent.
+	t.Run("a mark that never shows", func(t *testing.T) {
+		r := newReplayed(t, "preview-without-name", variant(t, markLine, `"item_mark": "NO SUCH MARK",`))
+		os.Mkdir(r.req.Staging, 0o750)
+		res, _ := r.deliverer().Deliver(context.Background(), r.req)
+		if res.Outcome != string(gate.SendStatusUnknown) {
+			t.Fatalf("outcome %s; want send_status_unknown, stopped after choose_file\nreasons: %v", res.Outcome, res.Reasons)
+		}
+		st, err := r.client.Status(context.Background(), sendonce.StatusRequest{Key: res.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range st.Intents {
+			for _, a := range in.Attempts {
+				for _, c := range a.Crossings {
+					if c.Boundary == gate.Send {
+						t.Fatalf("send was crossed although the send page proved no item: %+v", a.Crossings)
+					}
+				}
+			}
+		}
+	})
+	t.Run("neither name nor mark", func(t *testing.T) {
+		r := newReplayed(t, "preview-without-name", variant(t, markLine, ""))
+		os.Mkdir(r.req.Staging, 0o750)
+		res, err := r.deliverer().Deliver(context.Background(), r.req)
+		if !errors.Is(err, sendonce.ErrInvalid) || !strings.Contains(err.Error(), "refused before the claim") {
+			t.Fatalf("%v (outcome %q); want ErrInvalid, refused before the claim", err, res.Outcome)
+		}
+		if r.drv.Inputs() != 0 {
+			t.Errorf("%d input events sent; want none", r.drv.Inputs())
+		}
+		if res.Key != "" {
+			if st, err := r.client.Status(context.Background(), sendonce.StatusRequest{Key: res.Key}); err != nil || st.Status != gate.StatusFree {
+				t.Errorf("the key after the refusal: %v, %v; want it free (nothing claimed)", st.Status, err)
+			}
+		}
+	})
 }

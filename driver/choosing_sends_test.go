@@ -121,7 +121,9 @@ func TestAnchorMustBeUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Driver: clickCounter{sendsOnChoose: desk, clicks: &clicks}, Reader: &vision.Reader{Screen: desk, OCR: twoLabels{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x"}}
+	r := &Runner{Driver: clickCounter{sendsOnChoose: desk, clicks: &clicks}, Reader: &vision.Reader{Screen: desk, OCR: twoLabels{}}, Rec: rec,
+		// The chat is elsewhere (below the window): the rule under test is uniqueness.
+		Profile: &Profile{App: "x", Process: "x", Chat: Read{Region: Region{X: 0, Y: 700, W: 10, H: 10}}}}
 	r.window = desk.ws[0]
 	err = r.act(context.Background(), Step{Name: "press send", Do: "click_text", Text: "Send", Class: evidence.Safe, Timeout: Duration{2 * time.Second}}, 1)
 	if err == nil || !strings.Contains(err.Error(), "2 times") || clicks != 0 {
@@ -164,9 +166,9 @@ func TestHoverMovesWithoutClicking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x"}}
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Rec: rec, Profile: &Profile{App: "x", Process: "x", Chat: Read{Region: Region{X: 700, Y: 500, W: 10, H: 10}}}}
 	r.window = desk.ws[0]
-	if err := r.run(context.Background(), Step{Name: "show the menu", Do: "hover_text", Text: "Bob", Class: evidence.Safe, Timeout: Duration{2 * time.Second}}); err != nil {
+	if err := r.run(context.Background(), Step{Name: "show the menu", Do: "hover_text", Text: "Bob", Region: &Region{X: 0, Y: 0, W: 400, H: 300}, Class: evidence.Safe, Timeout: Duration{2 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(desk.clicks) != 0 || len(desk.moves) != 1 || desk.moves[0] != image.Pt(22, 12) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"image"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,79 @@ func TestRegionFromAnchor(t *testing.T) {
 	bad := strings.Replace(minimal("x"), `"choose_file":[`, `"choose_file":[{"name":"wait","do":"wait_text","class":"safe","text":"a","region":{"x":0,"y":0,"w":0,"h":10,"from":{"text":"b","region":{"x":0,"y":0,"w":0,"h":0}}}},`, 1)
 	if _, err := ParseProfile([]byte(bad)); err == nil || !strings.Contains(err.Error(), "positive w and h") {
 		t.Fatalf("a region from an anchor without a width: %v; want it refused", err)
+	}
+}
+
+// TestPeerMessageCannotBeClicked: a step that searches for a control to click may not
+// search the chat while the conversation shows: profile check refuses it, and a profile
+// given as a value (unvalidated) is refused at the click, with no input sent, when only
+// a peer's message shows the label. A send page that covers the chat lifts the rule.
+func TestPeerMessageCannotBeClicked(t *testing.T) {
+	profile := func(sendRegion string, covers bool) string {
+		return `{"app":"x","process":"x","send_page_covers_chat":` + strconv.FormatBool(covers) + `,
+		 "chat":{"region":{"x":0,"y":50,"w":0,"h":-100}},
+		 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
+		 "send":[{"name":"press send","do":"click_text","text":"Send","region":` + sendRegion + `,"class":"submit","crosses":"send"}]}`
+	}
+	if _, err := ParseProfile([]byte(profile(`{"x":0,"y":-60,"w":0,"h":0}`, false))); err != nil {
+		t.Fatalf("a send button searched for below the chat: %v; want it accepted", err)
+	}
+	if _, err := ParseProfile([]byte(profile(`{"x":0,"y":0,"w":0,"h":0}`, false))); err == nil || !strings.Contains(err.Error(), "peer's message") || !strings.Contains(err.Error(), "send step 1 (press send)") {
+		t.Fatalf("a send button searched for over the whole window: %v; want it refused, naming the step", err)
+	}
+	if _, err := ParseProfile([]byte(profile(`{"x":0,"y":0,"w":0,"h":0}`, true))); err != nil {
+		t.Fatalf("the same with a send page that covers the chat: %v; want it accepted", err)
+	}
+
+	// At run time: only a peer's message in the chat reads "Send".
+	win := Window{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}
+	desk := &pointer{windowsOnly: windowsOnly{ws: []Window{win}}}
+	rec, err := evidence.Create(t.TempDir()+"/bundle", evidence.Manifest{Keys: []string{"v2:title:Bob:" + strings.Repeat("a", 64)}, Identity: "title:Bob", IdentityStrength: "weak",
+		Title: "Bob", App: "x", Task: "t", Token: 1, DispatchID: strings.Repeat("b", 32), ContentSHA256: strings.Repeat("a", 64), Size: 1, FileName: "f", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	peer := reads{{Text: "Send", Box: image.Rect(100, 300, 140, 315), Confidence: 95, Line: 1}}
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: peer}, Rec: rec,
+		Profile: &Profile{App: "x", Process: "x", Chat: Read{Region: Region{X: 0, Y: 50, W: 0, H: -100}}}}
+	r.window, r.phase = win, "send"
+	err = r.act(context.Background(), Step{Name: "press send", Do: "click_text", Text: "Send", Class: evidence.Submit, Timeout: Duration{time.Second}}, 1)
+	if err == nil || !strings.Contains(err.Error(), "peer's message") || len(desk.clicks) != 0 {
+		t.Fatalf("%v, clicks %v; want the click refused before any search, none sent", err, desk.clicks)
+	}
+}
+
+// TestSendPageProof: which proof a profile has for a file, and what profile check says
+// of the files it cannot prove.
+func TestSendPageProof(t *testing.T) {
+	names := &Profile{App: "x"}
+	previews := &Profile{App: "x", NamesShownFor: []string{"*.txt", "*.PDF"}, ItemMark: `\d+ kB`}
+	blind := &Profile{App: "x", NamesShownFor: []string{"*.txt"}}
+	choosing := &Profile{App: "x", NamesShownFor: []string{"*.txt"}, ChooseFile: []Step{{Crosses: choosingSends}}}
+	for _, tc := range []struct {
+		p          *Profile
+		file, want string
+	}{
+		{names, "chart.png", ProofName},
+		{previews, "notes.TXT", ProofName},
+		{previews, "report.pdf", ProofName},
+		{previews, "chart.png", ProofDifference},
+		{blind, "chart.png", ""},
+		{blind, "a.txt", ProofName},
+		{choosing, "chart.png", ProofTypedPath},
+	} {
+		if got := tc.p.SendPageProof(tc.file); got != tc.want {
+			t.Errorf("%+v: SendPageProof(%s) = %q; want %q", tc.p.NamesShownFor, tc.file, got, tc.want)
+		}
+	}
+	if s := blind.Summary().OneItemOurs; !strings.Contains(s, "NOTHING can prove it") || !strings.Contains(s, "refuses such a file before the claim") {
+		t.Errorf("profile check of a profile that cannot prove previews says: %s", s)
+	}
+	if s := previews.Summary().OneItemOurs; !strings.Contains(s, "by difference") {
+		t.Errorf("profile check of a profile that proves previews by difference says: %s", s)
+	}
+	if _, err := ParseProfile([]byte(strings.Replace(minimal("x"), `"process":"x",`, `"process":"x","item_mark":"(",`, 1))); err == nil || !strings.Contains(err.Error(), "item_mark") {
+		t.Errorf("a bad item_mark: %v; want it refused", err)
 	}
 }

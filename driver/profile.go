@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,6 +45,22 @@ type Profile struct {
 	SendPage Read `json:"send_page"`
 	// SizesShown: the app shows a file item's size; a sent item confirms only with it.
 	SizesShown bool `json:"sizes_shown"`
+	// SendPageCoversChat: once the send page is open (choose_file and send), it covers
+	// the conversation, so a peer's message cannot show through it. Without it, a step
+	// that searches for a control to click while the conversation shows may not search
+	// the chat region: a peer's message quoting the control's label could be clicked.
+	SendPageCoversChat bool `json:"send_page_covers_chat,omitempty"`
+	// NamesShownFor are the files (path.Match patterns of the base name, in lower case)
+	// whose name the send page shows; every file when empty. An app that shows some
+	// files (images, say) only as a preview proves "exactly one item, ours" for them by
+	// difference, with ItemMark, or cannot send them at all.
+	NamesShownFor []string `json:"names_shown_for,omitempty"`
+	// ItemMark is a regular expression that each item on the send page shows once,
+	// whatever the file (a size, a type label, a caption). With it, a file whose name
+	// the send page does not show is proven the one item by difference: the send page
+	// holds no mark when choose_file begins and exactly one when it ends, with no input
+	// in between but choose_file's own steps.
+	ItemMark string `json:"item_mark,omitempty"`
 	// SentItemTimeout bounds the look for the sent item after the send.
 	SentItemTimeout Duration `json:"sent_item_timeout"`
 	// Confirm is how the screen shows a sent item of ours, finished. Without it no
@@ -254,6 +271,84 @@ type Condition struct {
 	Mode   string      `json:"mode,omitempty"`
 }
 
+// chatShows says whether the conversation (the chat region, in the window the steps
+// work in) can show during a phase: not before an app's conversation window is entered,
+// not behind a send page that covers it.
+func (p *Profile) chatShows(phase string) bool {
+	switch phase {
+	case "clean", "open_conversation":
+		return p.ConversationWindow == ""
+	case "choose_file", "send":
+		return !p.SendPageCoversChat
+	}
+	return true
+}
+
+// searchesForClick says whether a step finds text on screen in order to put the pointer
+// on it (in the working window, not in a dialog of its own).
+func searchesForClick(s Step) bool {
+	return (s.Do == "click_text" || s.Do == "hover_text") && s.Window == ""
+}
+
+// referenceWindows are the window sizes at which a profile's regions are checked for
+// overlap with the chat: a region that overlaps it at any of them is refused.
+var referenceWindows = []image.Rectangle{image.Rect(0, 0, 1280, 800), image.Rect(0, 0, 1024, 768), image.Rect(0, 0, 1920, 1080)}
+
+// overlapsChat says whether a step's search region overlaps the chat region at one of
+// the reference window sizes (a region placed from an anchor is checked at run time).
+func (p *Profile) overlapsChat(s Step) bool {
+	if p.Chat.Window != "" || p.Chat.Region.From != nil || s.Region != nil && s.Region.From != nil {
+		return false
+	}
+	for _, w := range referenceWindows {
+		search := w
+		if s.Region != nil {
+			search = s.Region.In(w)
+		}
+		if search.Overlaps(p.Chat.Region.In(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// How a profile proves, before the send, that the send page holds exactly one item,
+// ours (SendPageProof).
+const (
+	ProofName       = "name"       // the send page shows the file's name (and size)
+	ProofDifference = "difference" // none before choose_file, exactly one after (ItemMark)
+	ProofTypedPath  = "typed_path" // no send page: the chooser's typed path is checked, and choosing sends
+)
+
+// SendPageProof says how the profile proves, for a file of this name, that the send
+// page holds exactly one item, ours; "" when it cannot (deliver then refuses the file
+// before the claim).
+func (p *Profile) SendPageProof(fileName string) string {
+	if p.ChoosingSends() {
+		return ProofTypedPath
+	}
+	if p.namesShown(fileName) {
+		return ProofName
+	}
+	if p.ItemMark != "" {
+		return ProofDifference
+	}
+	return ""
+}
+
+func (p *Profile) namesShown(fileName string) bool {
+	if len(p.NamesShownFor) == 0 {
+		return true
+	}
+	base := strings.ToLower(path.Base(fileName))
+	for _, pat := range p.NamesShownFor {
+		if ok, _ := path.Match(strings.ToLower(pat), base); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // choosingSends is the Crosses of a step that chooses the file and thereby sends it.
 const choosingSends = "choose_file,send"
 
@@ -357,6 +452,14 @@ func (p *Profile) validate() error {
 	if err := p.Timings.validate(p.App); err != nil {
 		return err
 	}
+	if _, err := regexp.Compile(p.ItemMark); err != nil {
+		return fmt.Errorf("profile %s: item_mark: %v", p.App, err)
+	}
+	for _, pat := range p.NamesShownFor {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("profile %s: names_shown_for %q: %v", p.App, pat, err)
+		}
+	}
 	if p.Confirm != nil {
 		if err := p.Confirm.validate(p.App); err != nil {
 			return err
@@ -409,6 +512,9 @@ func (p *Profile) validate() error {
 			}
 			if err := s.Region.checkFrom(where); err != nil {
 				return err
+			}
+			if searchesForClick(s) && p.chatShows(ph.name) && p.overlapsChat(s) {
+				return fmt.Errorf("%s: %s searches the chat region for %q while the conversation shows: a peer's message quoting that label could be clicked; narrow its region to the control (or, if the send page covers the chat, say send_page_covers_chat)", where, s.Do, s.Text)
 			}
 			input, ok := stepKind(s.Do)
 			switch {

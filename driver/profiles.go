@@ -188,6 +188,14 @@ func (p *Profile) Summary() ProfileSummary {
 		s.OneItemOurs = "nothing can be checked before the send: choosing the file sends it (the send page is never shown)"
 	} else {
 		s.OneItemOurs = fmt.Sprintf("the send page, read by OCR in %s, lists exactly one item named like the file, and at most one size, the file's", p.SendPage.Region)
+		if len(p.NamesShownFor) > 0 {
+			s.OneItemOurs = fmt.Sprintf("for files named %s: %s; for any other file: ", strings.Join(p.NamesShownFor, ", "), s.OneItemOurs)
+			if p.ItemMark != "" {
+				s.OneItemOurs += fmt.Sprintf("by difference, no item mark (%s) on the send page when choose_file begins and exactly one when it ends", p.ItemMark)
+			} else {
+				s.OneItemOurs += "NOTHING can prove it (no item_mark): deliver refuses such a file before the claim"
+			}
+		}
 	}
 	if c := p.Confirm; c != nil {
 		s.Confirms = fmt.Sprintf("in the chat (%s), more finished items named like ours than before the send, the newest one's author drawn in rgb(%d,%d,%d) (our side's colour), the view at its end, held for %s",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"regexp"
 	"strings"
 	"time"
 
@@ -54,6 +55,7 @@ type Runner struct {
 	crossed bool // a crossing was made: from here on, nothing may be retried
 	pressed bool // the submit step began: what follows runs even after a cancel
 	stepSeq int  // the record number of the step being acted on
+	phase   string
 }
 
 func (r *Runner) now() time.Time { return clock.Or(r.Clock)() }
@@ -137,6 +139,14 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	r.kill("picker_opened")
+	proof := r.Profile.SendPageProof(r.Vars.FileName)
+	if proof == ProofDifference {
+		// The difference's first half: the send page holds no item yet.
+		if n, err := r.countMarks(ctx, ""); err != nil || n != 0 {
+			r.dismiss(ctx)
+			return errors.Join(fmt.Errorf("the send page must hold no item before the file is chosen (it proves the one item by difference); it shows %d: not choosing", n), err)
+		}
+	}
 	if err := r.crossingPhase(ctx, gate.ChooseFile, r.Profile.ChooseFile); err != nil {
 		if !r.pressed {
 			r.dismiss(ctx)
@@ -155,7 +165,7 @@ func (r *Runner) deliver(ctx context.Context) error {
 		r.kill("looking")
 		return r.lookForSentItem(context.WithoutCancel(ctx), before)
 	}
-	if err := r.checkSendPage(ctx); err != nil {
+	if err := r.checkSendPage(ctx, proof); err != nil {
 		r.dismiss(ctx)
 		return err
 	}
@@ -191,6 +201,13 @@ func (r *Runner) finalReads(ctx context.Context) {
 	}
 	if err := r.observeSendPage(ctx, "final"); err != nil {
 		r.progress("%-10s %-32s failed: %v", "safe", "read the send page at the end", err)
+		return
+	}
+	if r.Profile.SendPageProof(r.Vars.FileName) == ProofDifference {
+		// A file the send page does not name: its items are counted instead.
+		if _, err := r.countMarks(ctx, "final"); err != nil {
+			r.progress("%-10s %-32s failed: %v", "safe", "count the send page's items at the end", err)
+		}
 	}
 }
 
@@ -293,6 +310,7 @@ func (r *Runner) check(ctx context.Context, b gate.Boundary) error {
 }
 
 func (r *Runner) safePhase(ctx context.Context, phase string, steps []Step) error {
+	r.phase = phase
 	for _, s := range steps {
 		if err := r.safeStep(ctx, s); err != nil {
 			return fmt.Errorf("%s: %s: %w", phase, s.Name, err)
@@ -313,6 +331,7 @@ func (r *Runner) safeStep(ctx context.Context, s Step) error {
 // check, write the step to the evidence, cross in the store with the chain head, then
 // run the step with the pass the crossing produced.
 func (r *Runner) crossingPhase(ctx context.Context, b gate.Boundary, steps []Step) error {
+	r.phase = string(b)
 	for _, s := range steps {
 		if r.pressed {
 			// After the submit step, the phase's remaining steps (waits for the app to
@@ -583,6 +602,10 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		region, err := r.region(ctx, s)
 		if err != nil {
 			return err
+		}
+		if searchesForClick(s) && r.Profile.chatShows(r.phase) && r.Profile.Chat.Window == "" && r.Profile.Chat.Region.From == nil &&
+			region.Overlaps(r.Profile.Chat.Region.In(r.window.Bounds)) {
+			return fmt.Errorf("the step searches the chat region for %q while the conversation shows: a peer's message quoting it could be clicked; refusing (narrow the profile's region to the control)", s.Text)
 		}
 		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
 		found, err := r.Reader.WaitStable(ctx, region, anchor, r.timeout(s))
@@ -912,8 +935,43 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 	return err
 }
 
-// checkSendPage verifies that the send page holds exactly one item, ours.
-func (r *Runner) checkSendPage(ctx context.Context) error {
+// countMarks reads the send page and records how many item marks it shows (the
+// profile's item_mark), for a proof by difference.
+func (r *Runner) countMarks(ctx context.Context, phase string) (int, error) {
+	p := r.Profile.SendPage
+	region, err := r.area(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	if err != nil {
+		return 0, err
+	}
+	mark := regexp.MustCompile(r.Profile.ItemMark) // validated with the profile
+	n := 0
+	for _, l := range vision.Lines(look.Words) {
+		n += len(mark.FindAllString(l.Text, -1))
+	}
+	h, _ := r.Rec.Frame(look.Frame)
+	_, err = r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "count the send page's items", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "send_page_marks", Phase: phase, DispatchID: r.dispatchID(), Marks: &n}})
+	return n, err
+}
+
+// checkSendPage verifies that the send page holds exactly one item, ours: by its name
+// (and size), or by difference (no mark before choose_file, exactly one now).
+func (r *Runner) checkSendPage(ctx context.Context, proof string) error {
+	if proof == ProofDifference {
+		n, err := r.countMarks(ctx, "")
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("the send page held no item before the file was chosen and must hold exactly one now; it shows %d: not sending", n)
+		}
+		r.progress("%-10s %-32s one item, none before: ok", "safe", "check the send page")
+		return nil
+	}
 	p := r.Profile.SendPage
 	region, err := r.area(ctx, p)
 	if err != nil {

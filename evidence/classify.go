@@ -74,7 +74,7 @@ var (
 	gateActions   = set("claim", "check", "cross", "renew", "record")
 	gateDecisions = set("ok", "refused", "crossed")
 	boundaries    = set("", string(gate.OpenPicker), string(gate.ChooseFile), string(gate.Send))
-	observed      = set("sent_items", "conversation_title", "send_page_items", "condition")
+	observed      = set("sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition")
 	phases        = set("", "before_send", "after_send", "final")
 	lookupResults = set("found", "absent", "cant_tell")
 	inputKinds    = set("key", "click", "move", "type_text", "type_path")
@@ -287,6 +287,11 @@ func (j *judge) read(r Record) {
 func (j *judge) observe(r Record) {
 	o := r.Observed
 	switch o.What {
+	case "send_page_marks":
+		// Items the send page does not name: at the end, any one of them may be ours.
+		if o.Phase == "final" && o.Marks != nil && *o.Marks > 0 {
+			j.effect(r.Seq, "the send page holds %d item(s) it does not name: one may have been sent", *o.Marks)
+		}
 	case "send_page_items":
 		if n := j.named(o.Items); n > 0 {
 			j.effect(r.Seq, "the send page holds %d item(s) named %q: it may have been sent", n, j.m.FileName)

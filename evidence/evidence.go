@@ -198,7 +198,7 @@ type OCRWord struct {
 
 // Observation is something read from the screen.
 type Observation struct {
-	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items", "condition"
+	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition"
 	Phase      string `json:"phase,omitempty"` // "before_send", "after_send" or "final" (required for sent_items)
 	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
 	Title      string `json:"title,omitempty"`
@@ -212,6 +212,9 @@ type Observation struct {
 	// Present is a conditional step's condition as read: its text showed, or not (and
 	// the step was skipped). Title then holds the text looked for.
 	Present *bool `json:"present,omitempty"`
+	// Marks is how many item marks (the profile's item_mark) the send page showed, for
+	// an item proven ours by difference (a preview without its name).
+	Marks *int `json:"marks,omitempty"`
 }
 
 // Item is a file item the app shows: its name, and its size as displayed where shown,
