@@ -5,6 +5,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -32,6 +33,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// Clock is the one clock every lease is measured by. Default time.Now.
 	Clock func() time.Time
+
+	// synchronous replaces PRAGMA synchronous=FULL; only this package's durability
+	// test sets it ("OFF"), to show that the test notices weakened durability.
+	synchronous string
 }
 
 // Backend is a SQLite store.Backend.
@@ -133,7 +138,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 	q.Set("mode", mode)
 	q.Set("_txlock", "immediate")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lock.Milliseconds()))
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+cmp.Or(opt.synchronous, "FULL")+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
 	db, err := sql.Open("sqlite", dsn)
