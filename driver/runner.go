@@ -714,18 +714,29 @@ func (r *Runner) waitGone(ctx context.Context, s Step) error {
 	if err != nil {
 		return err
 	}
+	// OCR runs only when the region's pixels changed since the last read: until then
+	// the text still shows.
+	var last uint64
+	read := false
 	for {
-		look, err := r.Reader.Read(ctx, region, s.Prep, ocrMode(s.Mode))
+		frame, err := r.Reader.Screen.Capture(ctx, region)
 		if err != nil {
 			return err
 		}
-		if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
-			return nil
+		if h := vision.PixelHash(frame); !read || h != last {
+			look, err := r.Reader.ReadFrame(ctx, frame, region, s.Prep, ocrMode(s.Mode))
+			if err != nil {
+				return err
+			}
+			if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
+				return nil
+			}
+			last, read = h, true
 		}
 		if r.now().After(deadline) {
 			return fmt.Errorf("%w: %q still shows after %v", vision.ErrNotFound, s.Text, r.timeout(s))
 		}
-		sleep(ctx, 200*time.Millisecond)
+		sleep(ctx, 75*time.Millisecond)
 	}
 }
 
@@ -769,7 +780,7 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 			}
 			return fmt.Errorf("the window titled %q is still open after %v", prefix, timeout)
 		}
-		sleep(ctx, 150*time.Millisecond)
+		sleep(ctx, 75*time.Millisecond)
 	}
 }
 

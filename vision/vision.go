@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"image"
 	"sort"
 	"strings"
@@ -140,7 +141,8 @@ func trimDecoration(s string) string { return strings.TrimRight(s, "….:,;!?") 
 type Reader struct {
 	Screen Screen
 	OCR    OCR
-	// Poll is the time between two looks while waiting; default 150ms.
+	// Poll is the time between two looks while waiting; default 75ms (an unchanged
+	// capture costs no OCR).
 	Poll time.Duration
 }
 
@@ -253,12 +255,19 @@ type Found struct {
 func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Found, error) {
 	poll := rd.Poll
 	if poll <= 0 {
-		poll = 150 * time.Millisecond
+		poll = 75 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last Found
 	var prev *image.Rectangle
+	// A capture whose pixels equal the previous one's reads the same: OCR runs only on
+	// a changed frame, and an unchanged one holds the anchor still at no OCR cost.
+	var prevPix uint64
+	var prevLook Look
+	var prevBox image.Rectangle
+	var prevWords []Word
+	prevOK, havePrev := false, false
 	for n := 1; ; n++ {
 		frame, err := rd.Screen.Capture(ctx, r)
 		if err != nil {
@@ -270,18 +279,26 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		var box image.Rectangle
 		var ws []Word
 		ok := false
-		for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
-			look, err := rd.ReadFrame(ctx, frame, r, prep, a.Mode)
-			if err != nil {
-				if ctx.Err() != nil {
-					return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
-				}
-				return last, err
-			}
+		if pix := PixelHash(frame); havePrev && pix == prevPix {
+			look := prevLook
+			look.Frame = frame
 			last = Found{Look: look, Looks: n}
-			if box, ws, ok = a.find(look.Words); ok {
-				break
+			box, ws, ok = prevBox, prevWords, prevOK
+		} else {
+			for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
+				look, err := rd.ReadFrame(ctx, frame, r, prep, a.Mode)
+				if err != nil {
+					if ctx.Err() != nil {
+						return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+					}
+					return last, err
+				}
+				last = Found{Look: look, Looks: n}
+				if box, ws, ok = a.find(look.Words); ok {
+					break
+				}
 			}
+			prevPix, prevLook, prevBox, prevWords, prevOK, havePrev = pix, last.Look, box, ws, ok, true
 		}
 		if ok {
 			last.Box, last.Words = box, ws
@@ -298,4 +315,17 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		case <-time.After(poll):
 		}
 	}
+}
+
+// PixelHash is a fast hash of a frame's pixels (FNV-1a, 64 bits, over its rows): equal
+// frames read the same, so a caller may skip OCR of a frame whose hash it has read.
+func PixelHash(img *image.RGBA) uint64 {
+	h := fnv.New64a()
+	b := img.Bounds()
+	row := b.Dx() * 4
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		o := img.PixOffset(b.Min.X, y)
+		h.Write(img.Pix[o : o+row])
+	}
+	return h.Sum64()
 }

@@ -1,8 +1,10 @@
 package vision
 
 import (
+	"context"
 	"image"
 	"testing"
+	"time"
 )
 
 func w(text string, x, y, line int) Word {
@@ -71,5 +73,50 @@ func TestPrep(t *testing.T) {
 	}
 	if (Prep{}).Apply(img) != image.Image(img) {
 		t.Error("the zero Prep must return the image itself")
+	}
+}
+
+// stillScreen captures the same pixels every time, or, when changing, new ones each
+// time (the anchor's word stays where it is).
+type stillScreen struct {
+	changing bool
+	n        int
+}
+
+func (s *stillScreen) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	s.n++
+	img := image.NewRGBA(r)
+	if s.changing {
+		img.Pix[0] = byte(s.n)
+	}
+	return img, nil
+}
+
+// countingOCR reads "Send" at the same place and counts its calls.
+type countingOCR struct{ calls int }
+
+func (o *countingOCR) Recognize(context.Context, image.Image, Mode) ([]Word, error) {
+	o.calls++
+	return []Word{{Text: "Send", Box: image.Rect(10, 10, 50, 25), Confidence: 95}}, nil
+}
+
+// TestWaitStableReadsOnlyChangedFrames: an anchor holds still in two captures; when the
+// second capture's pixels equal the first's, OCR runs once, and when they changed, it
+// reads them again.
+func TestWaitStableReadsOnlyChangedFrames(t *testing.T) {
+	for _, changing := range []bool{false, true} {
+		ocr, screen := &countingOCR{}, &stillScreen{changing: changing}
+		rd := &Reader{Screen: screen, OCR: ocr, Poll: time.Millisecond}
+		f, err := rd.WaitStable(context.Background(), image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}, time.Second)
+		if err != nil || f.Box != image.Rect(10, 10, 50, 25) {
+			t.Fatalf("changing=%v: %v, %v", changing, f.Box, err)
+		}
+		want := 1
+		if changing {
+			want = 2
+		}
+		if screen.n != 2 || ocr.calls != want {
+			t.Errorf("changing=%v: %d captures, %d OCR calls; want 2 captures and %d OCR call(s)", changing, screen.n, ocr.calls, want)
+		}
 	}
 }
