@@ -354,7 +354,13 @@ func (l *liveRun) wantInBobsArchive(bin, fileName string) {
 	if err != nil {
 		l.t.Fatalf("upload file name %q: %v", bin, err)
 	}
-	link := "/file_share/" + id + "/" + fileName
+	l.waitLinkInBobsArchive("/file_share/" + id + "/" + fileName)
+}
+
+// waitLinkInBobsArchive fails the test unless Bob's archive holds a message containing
+// link within 10 seconds.
+func (l *liveRun) waitLinkInBobsArchive(link string) {
+	l.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(l.bed.bobsArchive(l.t))

@@ -34,18 +34,7 @@ func newPsiLive(t *testing.T) *liveRun {
 // upload (SLOT/NAME in the http_upload folder).
 func (l *liveRun) wantLinkInBobsArchive(upload string) {
 	l.t.Helper()
-	link := "/upload/" + filepath.ToSlash(upload)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(l.bed.bobsArchive(l.t))
-		if err == nil && strings.Contains(string(b), link) {
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("Bob's archive %s has no message linking %s (read error: %v)", l.bed.bobsArchive(l.t), link, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	l.waitLinkInBobsArchive("/upload/" + filepath.ToSlash(upload))
 }
 
 // TestLivePsiDeliverTextFile: through Psi+, a text file is sent_verified, the server
