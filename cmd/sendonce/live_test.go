@@ -515,60 +515,69 @@ func TestLiveDeliverTextFile(t *testing.T) {
 	}
 }
 
-// TestLiveSecondRunRefused: the same command run again after a verified delivery is
-// refused as consumed, quickly (it never touches the desktop), and the server still holds
+// TestLiveSecondRunRefused, through each app: the same command run again after a
+// verified delivery is refused as consumed, quickly (it never touches the desktop), and the server still holds
 // exactly one copy.
 func TestLiveSecondRunRefused(t *testing.T) {
-	l := newLive(t)
-	file, sum := l.file("again.txt")
-	before := uploads(t, l.uploadDir())
+	for _, app := range []liveApp{gajimApp, psiApp} {
+		t.Run(app.name, func(t *testing.T) {
+			l := newLiveWith(t, app)
+			file, sum := l.file("again.txt")
+			before := uploads(t, l.uploadDir())
 
-	first, code, _ := l.deliver(file, "Bob")
-	l.wantSentVerified(first, code)
-	l.wantExactlyOneCopyEach(before, sum)
+			first, code, _ := l.deliver(file, "Bob")
+			l.wantSentVerified(first, code)
+			l.wantExactlyOneCopyEach(before, sum)
 
-	second, code, took := l.deliver(file, "Bob")
-	if code != exitConsumed || second["outcome"] != "refused" {
-		t.Fatalf("the second run exited %d; want 3 refused\n%s", code, describe(second))
+			second, code, took := l.deliver(file, "Bob")
+			if code != exitConsumed || second["outcome"] != "refused" {
+				t.Fatalf("the second run exited %d; want 3 refused\n%s", code, describe(second))
+			}
+			if took > 10*time.Second {
+				t.Errorf("the refusal took %v; it is decided by the store before any desktop work and should take well under 10s", took)
+			}
+			if second["key"] != first["key"] {
+				t.Errorf("the second run's key %v differs from the first's %v", second["key"], first["key"])
+			}
+			if second["evidence"] != first["evidence"] {
+				t.Errorf("the refusal names the evidence %v; want the first attempt's %v", second["evidence"], first["evidence"])
+			}
+			l.wantExactlyOneCopyEach(before, sum)
+		})
 	}
-	if took > 10*time.Second {
-		t.Errorf("the refusal took %v; it is decided by the store before any desktop work and should take well under 10s", took)
-	}
-	if second["key"] != first["key"] {
-		t.Errorf("the second run's key %v differs from the first's %v", second["key"], first["key"])
-	}
-	if second["evidence"] != first["evidence"] {
-		t.Errorf("the refusal names the evidence %v; want the first attempt's %v", second["evidence"], first["evidence"])
-	}
-	l.wantExactlyOneCopyEach(before, sum)
 }
 
-// TestLiveWrongTitleTouchesNoBoundary: the conversation opened for xmpp:bob@localhost is
-// titled "Bob", not the "Bobby" asked for: the delivery stops before any boundary,
+// TestLiveWrongTitleTouchesNoBoundary, through each app: the conversation for
+// xmpp:bob@localhost is titled "Bob", not the "Bobby" asked for (Psi+'s roster shows no
+// Bobby to open): the delivery stops before any boundary,
 // not_sent, with no crossing in the store and nothing uploaded.
 func TestLiveWrongTitleTouchesNoBoundary(t *testing.T) {
-	l := newLive(t)
-	file, sum := l.file("wrong.txt")
-	before := uploads(t, l.uploadDir())
+	for _, app := range []liveApp{gajimApp, psiApp} {
+		t.Run(app.name, func(t *testing.T) {
+			l := newLiveWith(t, app)
+			file, sum := l.file("wrong.txt")
+			before := uploads(t, l.uploadDir())
 
-	m, code, _ := l.deliver(file, "Bobby")
-	if code != exitNotSent || m["outcome"] != "not_sent" {
-		t.Fatalf("deliver --to Bobby exited %d; want 8 not_sent\n%s", code, describe(m))
-	}
-	key, _ := m["key"].(string)
-	st := l.status(key)
-	if st["status"] != "not_sent" {
-		t.Errorf("status --key %s: %v; want not_sent", key, st["status"])
-	}
-	attempts, crossed := crossings(t, st)
-	if attempts != 1 || crossed != 0 {
-		t.Errorf("status shows %d attempt(s) with %d crossing(s); want 1 attempt and no crossing: %v", attempts, crossed, st)
-	}
-	l.verifyBundle(m)
-	time.Sleep(time.Second) // an upload, had one started, lands within a fraction of that
-	fresh := newUploads(before, uploads(t, l.uploadDir()))
-	if len(fresh) != 0 || countSHA(fresh, sum) != 0 {
-		t.Fatalf("the upload folder got new files: %v; want none", fresh)
+			m, code, _ := l.deliver(file, "Bobby")
+			if code != exitNotSent || m["outcome"] != "not_sent" {
+				t.Fatalf("deliver --to Bobby exited %d; want 8 not_sent\n%s", code, describe(m))
+			}
+			key, _ := m["key"].(string)
+			st := l.status(key)
+			if st["status"] != "not_sent" {
+				t.Errorf("status --key %s: %v; want not_sent", key, st["status"])
+			}
+			attempts, crossed := crossings(t, st)
+			if attempts != 1 || crossed != 0 {
+				t.Errorf("status shows %d attempt(s) with %d crossing(s); want 1 attempt and no crossing: %v", attempts, crossed, st)
+			}
+			l.verifyBundle(m)
+			time.Sleep(time.Second) // an upload, had one started, lands within a fraction of that
+			fresh := newUploads(before, uploads(t, l.uploadDir()))
+			if len(fresh) != 0 || countSHA(fresh, sum) != 0 {
+				t.Fatalf("the upload folder got new files: %v; want none", fresh)
+			}
+		})
 	}
 }
 

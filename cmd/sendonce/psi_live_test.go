@@ -91,27 +91,6 @@ func TestLivePsiDeliverImage(t *testing.T) {
 	l.verifyBundle(m)
 }
 
-// TestLivePsiWrongTitle: asked for "Bobby", the roster shows no such contact: not_sent,
-// no crossing, nothing uploaded.
-func TestLivePsiWrongTitle(t *testing.T) {
-	l := newPsiLive(t)
-	file, sum := l.file("psi-wrong.txt")
-	before := uploads(t, l.uploadDir())
-
-	m, code, _ := l.deliver(file, "Bobby")
-	if code != exitNotSent || m["outcome"] != "not_sent" {
-		t.Fatalf("deliver --to Bobby exited %d; want 4 not_sent\n%s", code, describe(m))
-	}
-	if _, crossed := crossings(t, l.status(m["key"].(string))); crossed != 0 {
-		t.Errorf("the stopped delivery crossed %d boundaries; want none", crossed)
-	}
-	time.Sleep(time.Second)
-	if n := countSHA(newUploads(before, uploads(t, l.uploadDir())), sum); n != 0 {
-		t.Errorf("the server got %d copies of a file that was not sent", n)
-	}
-	l.verifyBundle(m)
-}
-
 // TestLivePsiLeftoverDialog: an upload dialog left open (by a person, or a run that
 // died) is dismissed with Escape before the delivery, which is then sent_verified once.
 func TestLivePsiLeftoverDialog(t *testing.T) {
@@ -153,22 +132,6 @@ func (l *liveRun) psiOpenUploadDialog() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// TestLivePsiSecondRunRefused: the same delivery again is refused from the store, and
-// the server still holds one copy.
-func TestLivePsiSecondRunRefused(t *testing.T) {
-	l := newPsiLive(t)
-	file, sum := l.file("psi-again.txt")
-	before := uploads(t, l.uploadDir())
-	first, code, _ := l.deliver(file, "Bob")
-	l.wantSentVerified(first, code)
-
-	second, code, _ := l.deliver(file, "Bob")
-	if code != exitConsumed || second["outcome"] != "refused" {
-		t.Fatalf("the second run exited %d; want 3 refused\n%s", code, describe(second))
-	}
-	l.wantExactlyOneCopyEach(before, sum)
 }
 
 // psiCrashPoints: Psi+ sends as the file is chosen, so a kill right after that act (at
