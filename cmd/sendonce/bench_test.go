@@ -17,7 +17,30 @@ import (
 // BenchmarkContended64 measures the time until all of 64 processes, started together
 // and claiming one key on one store, have their answer (exactly one grant): on a SQLite
 // file, and on PostgreSQL (scripts/bench-postgres runs that one, with its server).
+// Its anchor, measured beside it, is 64 processes of the same binary started together
+// that only print the help: what starting 64 processes costs this machine.
 func BenchmarkContended64(b *testing.B) {
+	b.Run("anchor=64-starts", func(b *testing.B) {
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			cmds := make([]*exec.Cmd, 64)
+			for j := range cmds {
+				cmds[j] = exec.Command(exe, "help")
+				cmds[j].Env = append(os.Environ(), "SENDONCE_AS_CLI=1")
+				if err := cmds[j].Start(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, c := range cmds {
+				if err := c.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 	b.Run("store=sqlite", func(b *testing.B) { contended64(b, b.TempDir()+"/s.db") })
 	b.Run("store=postgres", func(b *testing.B) {
 		if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
@@ -136,4 +159,35 @@ func BenchmarkClaimsHTTPBesideLibrary(b *testing.B) {
 	}
 	report("library", viaLib)
 	report("http", viaHTTP)
+}
+
+// BenchmarkGateClaimCLI is the wall time of one 'sendonce gate claim' process claiming
+// a new key (start, open the store, claim, print, exit), one after another, beside the
+// same binary's bare start ('help') as its anchor. The in-process claim is
+// store/sqlite's BenchmarkClaim.
+func BenchmarkGateClaimCLI(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "SENDONCE_AS_CLI=1")
+	run := func(b *testing.B, args ...string) {
+		c := exec.Command(exe, args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v: %s", args, err, out)
+		}
+	}
+	b.Run("anchor=help", func(b *testing.B) {
+		for b.Loop() {
+			run(b, "help")
+		}
+	})
+	b.Run("gate-claim", func(b *testing.B) {
+		path := b.TempDir() + "/s.db"
+		run(b, "init", "--store", path)
+		for i := 0; b.Loop(); i++ {
+			run(b, "gate", "claim", "--store", path, "--to", "Bob", "--sha256", digest(fmt.Sprint("cli ", i)), "--task", "bench")
+		}
+	})
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
@@ -13,42 +16,109 @@ import (
 
 // BenchmarkClaim measures one uncontended, durable claim (BEGIN IMMEDIATE, the rules,
 // the attempt and its events, a synchronous FULL commit) of a new key: its ns/op is the
-// claim latency and its claims/s the rate of durable distinct-key claims.
+// claim latency and its claims/s the rate of durable distinct-key claims; p50 and p99
+// are of single claims. It refuses a folder in memory (tmpfs), where an fsync costs
+// nothing, and logs the filesystem and PRAGMA synchronous beside the figures.
 func BenchmarkClaim(b *testing.B) {
 	ctx := context.Background()
-	be, err := Create(ctx, filepath.Join(b.TempDir(), "s.db"), Options{})
+	dir := diskFolder(b)
+	path := filepath.Join(dir, "s.db")
+	be, err := Create(ctx, path, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	var sync int
+	if err := be.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("store in %s (%s), PRAGMA synchronous = %d (2 is FULL)", dir, filesystem(b, dir), sync)
 	s := store.New(be)
 	defer s.Close()
 	id, _ := gate.Title("Bob")
+	var took []time.Duration
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		k := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint(i))))
+		start := time.Now()
 		if _, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "bench"}); err != nil {
 			b.Fatal(err)
 		}
+		took = append(took, time.Since(start))
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+	reportPercentiles(b, took)
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		b.ReportMetric(float64(fi.Size())/1024, "wal-KiB")
+	}
 }
 
-// BenchmarkFsync is this disk's fsync rate in the same folder kind, for comparison: a
+// BenchmarkFsync is this disk's fsync rate in the same folder, for comparison: a
 // durable claim cannot be faster than the fsyncs its commit needs.
 func BenchmarkFsync(b *testing.B) {
-	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+	dir := diskFolder(b)
+	b.Logf("fsyncs in %s (%s)", dir, filesystem(b, dir))
+	f, err := os.Create(filepath.Join(dir, "fsync"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 	page := make([]byte, 4096)
+	var took []time.Duration
 	for i := 0; b.Loop(); i++ {
+		start := time.Now()
 		if _, err := f.WriteAt(page, int64(i%256)*4096); err != nil {
 			b.Fatal(err)
 		}
 		if err := f.Sync(); err != nil {
 			b.Fatal(err)
 		}
+		took = append(took, time.Since(start))
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fsyncs/s")
+	reportPercentiles(b, took)
+}
+
+// reportPercentiles adds the median and the 99th percentile of single operations.
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// diskFolder is a new folder for a benchmark's files: under SENDONCE_BENCH_DIR if set,
+// else the test's temporary folder; one in memory is refused.
+func diskFolder(b *testing.B) string {
+	dir := b.TempDir()
+	if root := os.Getenv("SENDONCE_BENCH_DIR"); root != "" {
+		var err error
+		if dir, err = os.MkdirTemp(root, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	if fs := filesystem(b, dir); fs == "tmpfs" {
+		b.Fatalf("%s is in memory (tmpfs): an fsync there costs nothing; set SENDONCE_BENCH_DIR to a folder on the store's disk", dir)
+	}
+	return dir
+}
+
+// filesystem names the filesystem a folder is on, as far as the benchmarks care.
+func filesystem(b *testing.B, dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		b.Fatal(err)
+	}
+	switch st.Type {
+	case 0x01021994:
+		return "tmpfs"
+	case 0xEF53:
+		return "ext4"
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	case 0x794c7630:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("filesystem type %#x", st.Type)
 }

@@ -42,8 +42,11 @@ type Options struct {
 // Backend is a SQLite store.Backend.
 type Backend struct {
 	db           *sql.DB
+	statements   *sqltx.Statements // prepared once, reused by every transaction
+	checkpoints  *checkpointer
 	clock        func() time.Time
 	path         string
+	opened       os.FileInfo // the file as it was opened: it must still be the one at path
 	foundVersion int // the schema found when opened, before any migration
 }
 
@@ -60,7 +63,7 @@ func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
 	b, err := open(path, opt, "rw")
 	if err == nil {
 		if err = b.migrate(ctx, migrateCreate); err != nil {
-			b.db.Close()
+			b.Close()
 		}
 	}
 	if err != nil {
@@ -115,11 +118,11 @@ func openExisting(ctx context.Context, path string, opt Options, mode migration)
 		return nil, err
 	}
 	if err := b.migrate(ctx, mode); err != nil {
-		b.db.Close()
+		b.Close()
 		return nil, err
 	}
 	if err := b.View(ctx, func(store.Tx) error { return nil }); err != nil { // a retired store fails here
-		b.db.Close()
+		b.Close()
 		return nil, err
 	}
 	return b, nil
@@ -134,30 +137,60 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 	if lock <= 0 {
 		lock = 10 * time.Second
 	}
-	q := url.Values{}
-	q.Set("mode", mode)
-	q.Set("_txlock", "immediate")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lock.Milliseconds()))
-	q.Add("_pragma", "synchronous("+cmp.Or(opt.synchronous, "FULL")+")")
-	q.Add("_pragma", "foreign_keys(1)")
-	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
-	db, err := sql.Open("sqlite", dsn)
+	synchronous := cmp.Or(opt.synchronous, "FULL")
+	db, err := sql.Open("sqlite", dataSource(abs, mode, lock, synchronous))
 	if err != nil {
 		return nil, err
 	}
+	checkpoints, err := startCheckpointer(dataSource(abs, mode, restartWait, synchronous), 256)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	db.SetMaxOpenConns(1) // one connection: transactions in this process queue here, not in SQLite
+	var opened os.FileInfo
+	if err = db.Ping(); err == nil { // connects: the file is open from here on
+		opened, err = os.Stat(abs)
+	}
+	if err != nil {
+		checkpoints.close()
+		db.Close()
+		return nil, err
+	}
 	clock := opt.Clock
 	if clock == nil {
 		clock = sysclock.System
 	}
-	return &Backend{db: db, clock: clock, path: abs}, nil
+	return &Backend{db: db, statements: sqltx.NewStatements(db, 256), checkpoints: checkpoints, clock: clock, path: abs, opened: opened}, nil
+}
+
+// dataSource is the driver's name for a connection to the file at abs: write
+// transactions take the write lock at BEGIN, a lock is waited for up to busy, commits are
+// synced as synchronous says, and SQLite's own checkpoints are off (the checkpointer's
+// job, off the claim path).
+func dataSource(abs, mode string, busy time.Duration, synchronous string) string {
+	q := url.Values{}
+	q.Set("mode", mode)
+	q.Set("_txlock", "immediate")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "synchronous("+synchronous+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "wal_autocheckpoint(0)")
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
 }
 
 // Path is the store's absolute path.
 func (b *Backend) Path() string { return b.path }
 
 // Close closes the database.
-func (b *Backend) Close() error { return b.db.Close() }
+func (b *Backend) Close() error {
+	b.checkpoints.close()
+	b.statements.Close()
+	return b.db.Close() // the last connection to the file checkpoints it and removes the WAL
+}
+
+// pageSize is a new store's page size in bytes.
+const pageSize = 1024
 
 // SchemaVersion is the newest schema this program knows.
 const SchemaVersion = 7
@@ -348,7 +381,13 @@ func (b *Backend) migrate(ctx context.Context, mode migration) error {
 		return fmt.Errorf("%s has schema %d, older than this sendonce's %d: %w", b.path, version, len(ms), store.ErrUpgradeNeeded)
 	}
 	if version == 0 {
-		// journal_mode is a property of the file; it cannot change inside a transaction.
+		// page_size and journal_mode are properties of the file, set before its first
+		// table; neither can change inside a transaction. Small pages make a commit cheap:
+		// a claim touches about a dozen pages, and the fsync that makes it durable costs
+		// in proportion to the bytes of their WAL frames (see BENCHMARKS.md).
+		if _, err := b.db.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", pageSize)); err != nil {
+			return err
+		}
 		if _, err := b.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 			return err
 		}
@@ -378,13 +417,29 @@ func (b *Backend) migrate(ctx context.Context, mode migration) error {
 	return tx.Commit()
 }
 
+// stillOpened fails closed if the file at the store's path is no longer the one this
+// process opened (moved away, replaced by a restore, deleted): a long-lived process
+// would otherwise go on deciding on a file nobody else reads.
+func (b *Backend) stillOpened() error {
+	now, err := os.Stat(b.path)
+	if err == nil && os.SameFile(now, b.opened) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is no longer the file this process opened (moved, replaced or deleted since): restart this process so that it opens the store that is there now", store.ErrUnavailable, b.path)
+}
+
 // Update implements store.Backend.
 func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := b.stillOpened(); err != nil {
+		return err
+	}
 	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock in the DSN
 	if err != nil {
 		return err
 	}
-	t := &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite}
+	defer b.statements.PrepareNoted(ctx) // after the transaction has let go of the connection
+	t := b.tx(tx)
+	t.DeferEvents = true // one statement for a transaction's events
 	if err := b.checkRetired(t); err != nil {
 		tx.Rollback()
 		return err
@@ -393,7 +448,19 @@ func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := t.Flush(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	b.checkpoints.committed()
+	return nil
+}
+
+func (b *Backend) tx(tx *sql.Tx) *sqltx.Tx {
+	return &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite, Statements: b.statements}
 }
 
 // checkRetired fails closed on a store that was copied into another: every command on
@@ -409,12 +476,16 @@ func (b *Backend) checkRetired(t *sqltx.Tx) error {
 
 // View implements store.Backend.
 func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := b.stillOpened(); err != nil {
+		return err
+	}
 	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
+	defer b.statements.PrepareNoted(ctx) // runs after the Rollback below
 	defer tx.Rollback()
-	t := &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite}
+	t := b.tx(tx)
 	if err := b.checkRetired(t); err != nil {
 		return err
 	}

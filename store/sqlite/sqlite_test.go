@@ -193,3 +193,32 @@ func TestCreateNeverAdopts(t *testing.T) {
 		t.Fatal("Create followed the link")
 	}
 }
+
+// TestReplacedFileFailsClosed: a long-lived process whose store file was moved away and
+// replaced (a restore from a backup, say) stops deciding, naming what to do, rather
+// than go on with a file nobody else reads.
+func TestReplacedFileFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	b, err := Create(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.View(ctx, func(store.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, filepath.Join(dir, "moved.db")); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Create(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	err = claimOne(t, b)
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "restart this process") {
+		t.Fatalf("claim on a replaced store file: %v; want ErrUnavailable naming the restart", err)
+	}
+}

@@ -25,7 +25,9 @@ type Tx struct {
 	// which the backend calls before its COMMIT (and Events before it reads): one round
 	// trip for a transaction's events where each costs one (PostgreSQL).
 	DeferEvents bool
-	pending     []store.Event
+	// Statements, if set, reuses prepared statements across transactions (SQLite).
+	Statements *Statements
+	pending    []store.Event
 }
 
 // Dialect is what differs between the engines for these statements.
@@ -60,15 +62,27 @@ func (d *Dialect) bind(q string) string {
 }
 
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
-	return t.SQL.Exec(t.Dialect.bind(q), args...)
+	q = t.Dialect.bind(q)
+	if st := t.stmt(q); st != nil {
+		return st.Exec(args...)
+	}
+	return t.SQL.Exec(q, args...)
 }
 
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
-	return t.SQL.Query(t.Dialect.bind(q), args...)
+	q = t.Dialect.bind(q)
+	if st := t.stmt(q); st != nil {
+		return st.Query(args...)
+	}
+	return t.SQL.Query(q, args...)
 }
 
 func (t *Tx) queryRow(q string, args ...any) *sql.Row {
-	return t.SQL.QueryRow(t.Dialect.bind(q), args...)
+	q = t.Dialect.bind(q)
+	if st := t.stmt(q); st != nil {
+		return st.QueryRow(args...)
+	}
+	return t.SQL.QueryRow(q, args...)
 }
 
 // Now implements store.Tx.
