@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"image"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,47 @@ func (readsBob) Recognize(context.Context, image.Image, vision.Mode) ([]vision.W
 // the runner crosses choose_file and send, both durably in the store, before the one
 // key press, and then checks no send page and runs no send phase.
 func TestChoosingSendsCrossesBothFirst(t *testing.T) {
+	desk := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+	r, crossed := chooseAndSend(t, desk)
+	if _, err := r.Deliver(context.Background()); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	if desk.keys != 1 {
+		t.Fatalf("%d key presses; want the one that chooses and sends", desk.keys)
+	}
+	if len(desk.pressed) != 2 || desk.pressed[0] != gate.ChooseFile || desk.pressed[1] != gate.Send {
+		t.Fatalf("at the press the store held crossings %v; want choose_file and send, both before the act", desk.pressed)
+	}
+	if c := crossed(); len(c) != 2 {
+		t.Fatalf("crossings %v after the delivery; want choose_file and send", c)
+	}
+}
+
+// TestKeysGoOnlyToTheFocusedWindow: when the keyboard focus is in another window (an
+// app that took it, a dialog of someone else's), the crossing key is never pressed and
+// nothing is crossed: the delivery stops before the boundary, naming where the focus is.
+func TestKeysGoOnlyToTheFocusedWindow(t *testing.T) {
+	desk := &sendsOnChoose{windowsOnly: windowsOnly{focus: 2, ws: []Window{
+		{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
+		{ID: 2, Process: "other", Title: "Another app", Viewable: true, Bounds: image.Rect(100, 100, 500, 400)},
+	}}}
+	r, crossed := chooseAndSend(t, desk)
+	_, err := r.Deliver(context.Background())
+	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), `the keyboard focus is in "Another app"`) {
+		t.Fatalf("deliver with the focus in another app: %v; want it stopped before any boundary, naming where the focus is", err)
+	}
+	if desk.keys != 0 {
+		t.Fatalf("%d key presses; want none while the focus is elsewhere", desk.keys)
+	}
+	if c := crossed(); len(c) != 0 {
+		t.Fatalf("crossings %v; want none: the stop comes before the boundary", c)
+	}
+}
+
+// chooseAndSend is a runner for a one-step profile whose key chooses the file and sends
+// it, on desk, with a claim in a new store; crossed reads the attempt's crossings.
+func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func() []gate.Boundary) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b, err := sqlite.Create(ctx, filepath.Join(dir, "s.db"), sqlite.Options{})
@@ -53,7 +95,7 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := store.New(b)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	id, _ := gate.Title("Bob")
 	content := []byte("a file")
 	key := gate.NewKey(id, gate.DigestOf(content))
@@ -68,8 +110,7 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	desk := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
-	desk.atPress = func() []gate.Boundary {
+	crossed = func() []gate.Boundary {
 		a, err := s.AttemptByDispatch(ctx, res.Permit.DispatchID())
 		if err != nil {
 			t.Error(err)
@@ -77,6 +118,7 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 		}
 		return a.Crossed
 	}
+	desk.atPress = crossed
 	h := sha256.Sum256(content)
 	rec, err := evidence.Create(filepath.Join(dir, "bundle"), evidence.Manifest{Keys: []string{key.String()}, Identity: id.String(), IdentityStrength: "weak", Title: "Bob",
 		App: "x", Task: "t", Token: res.Permit.Token(), DispatchID: res.Permit.DispatchID(), ContentSHA256: hex.EncodeToString(h[:]), Size: int64(len(content)),
@@ -84,19 +126,8 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Gate: s, Permit: res.Permit, Rec: rec, Profile: p,
-		Vars: Vars{Title: "Bob", FileName: "f.txt", Size: int64(len(content))}}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := r.Deliver(ctx); err != nil {
-		t.Fatalf("deliver: %v", err)
-	}
-	if desk.keys != 1 {
-		t.Fatalf("%d key presses; want the one that chooses and sends", desk.keys)
-	}
-	if len(desk.pressed) != 2 || desk.pressed[0] != gate.ChooseFile || desk.pressed[1] != gate.Send {
-		t.Fatalf("at the press the store held crossings %v; want choose_file and send, both before the act", desk.pressed)
-	}
+	return &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Gate: s, Permit: res.Permit, Rec: rec, Profile: p,
+		Vars: Vars{Title: "Bob", FileName: "f.txt", Size: int64(len(content))}}, crossed
 }
 
 // twoLabels reads "Send" on two lines: the app's button, and a peer's message

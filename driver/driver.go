@@ -42,6 +42,10 @@ type Driver interface {
 	Type(ctx context.Context, text string) error
 	Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error)
 	Bounds() image.Rectangle
+	// Focused is the top-level window that has the keyboard focus (ID 0: none does).
+	// The runner asks it before every keyboard event: keys typed into another window
+	// could land in another conversation, or another app.
+	Focused(ctx context.Context) (Window, error)
 }
 
 // InputGuard is asked before every input event; an error stops the event.

@@ -122,8 +122,13 @@ func TestSafeStepsThatCouldSend(t *testing.T) {
 	}
 }
 
-// windowsOnly is a desktop that lists windows and does nothing else.
-type windowsOnly struct{ ws []Window }
+// windowsOnly is a desktop that lists windows and does nothing else. The keyboard focus
+// is in the window of ID focus, or else, as a window manager would have it, in the
+// newest viewable one.
+type windowsOnly struct {
+	ws    []Window
+	focus uint32
+}
 
 func (d windowsOnly) Windows(context.Context) ([]Window, error)                   { return d.ws, nil }
 func (windowsOnly) Activate(context.Context, Window) error                        { return nil }
@@ -133,6 +138,14 @@ func (windowsOnly) Type(context.Context, string) error                          
 func (windowsOnly) Move(context.Context, image.Point) error                       { return nil }
 func (windowsOnly) Capture(context.Context, image.Rectangle) (*image.RGBA, error) { return nil, nil }
 func (windowsOnly) Bounds() image.Rectangle                                       { return image.Rect(0, 0, 1280, 800) }
+func (d windowsOnly) Focused(context.Context) (Window, error) {
+	for i := len(d.ws) - 1; i >= 0; i-- {
+		if (d.focus == 0 && d.ws[i].Viewable) || d.ws[i].ID == d.focus {
+			return d.ws[i], nil
+		}
+	}
+	return Window{}, nil
+}
 
 // TestWindowMatching: a profile finds its app's window by a list of process names or a
 // pattern, and by a title pattern; anything else is not its window.

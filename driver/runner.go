@@ -345,6 +345,11 @@ func (r *Runner) crossingPhase(ctx context.Context, b gate.Boundary, steps []Ste
 			}
 			continue
 		}
+		// A crossing key that would go to another window stops here, before the
+		// crossing: nothing was sent (the act itself asks again right before its event).
+		if err := r.stepFocus(ctx, s); err != nil {
+			return fmt.Errorf("%s: %s: %w", b, s.Name, err)
+		}
 		if err := r.check(ctx, b); err != nil {
 			return err
 		}
@@ -573,8 +578,67 @@ func box(r image.Rectangle) evidence.Box {
 	return evidence.Box{X: r.Min.X, Y: r.Min.Y, W: r.Dx(), H: r.Dy()}
 }
 
+// focusWait is how long a keyboard step waits for the keyboard focus to arrive in its
+// window: a window manager focuses a newly mapped dialog a moment after it maps.
+const focusWait = 2 * time.Second
+
+// ErrFocus: the keyboard focus was not in the window a keyboard step types into.
+var ErrFocus = errors.New("keyboard focus elsewhere")
+
+// stepFocus confirms that the keyboard focus is in the window a keyboard step types
+// into: the one it names, else the app's. Other steps need nothing.
+func (r *Runner) stepFocus(ctx context.Context, s Step) error {
+	switch s.Do {
+	case "key", "type_text", "type_path", "escape_text":
+	default:
+		return nil
+	}
+	if s.Window == "" || s.Do == "escape_text" {
+		return r.focusOn(ctx, r.window)
+	}
+	return r.focusOn(ctx, Window{Title: s.Window})
+}
+
+// focusOn waits (focusWait at most) until the keyboard focus is in want: that window
+// by ID, or, given only a title, the app's viewable window of that title. Keys sent
+// anywhere else could land in another conversation or another app, so it stops
+// before the input instead, naming where the focus was.
+func (r *Runner) focusOn(ctx context.Context, want Window) error {
+	deadline := r.now().Add(focusWait)
+	for {
+		target := want
+		if target.ID == 0 {
+			w, ok, err := r.windowTitled(ctx, want.Title)
+			if err != nil {
+				return err
+			}
+			if ok {
+				target = w
+			}
+		}
+		got, err := r.Driver.Focused(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: reading the keyboard focus: %v", ErrFocus, err)
+		}
+		if target.ID != 0 && got.ID == target.ID {
+			return nil
+		}
+		if r.now().After(deadline) || ctx.Err() != nil {
+			where := "no window"
+			if got.ID != 0 {
+				where = fmt.Sprintf("%q (window %#x, %s)", got.Title, got.ID, got.Process)
+			}
+			return fmt.Errorf("%w: the keyboard focus is in %s, not in %q that the step types into: stopped before the input", ErrFocus, where, want.Title)
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
 func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) error {
 	d := r.Driver
+	if err := r.stepFocus(ctx, s); err != nil {
+		return err
+	}
 	switch s.Do {
 	case "key":
 		return d.Key(ctx, s.Keys)
@@ -644,7 +708,9 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			if err := d.Activate(ctx, w); err != nil {
 				return err
 			}
-			sleep(ctx, r.Profile.Timings.focusSettle())
+			if err := r.focusOn(ctx, w); err != nil {
+				return err
+			}
 			if err := d.Key(ctx, "Escape"); err != nil {
 				return err
 			}
@@ -669,6 +735,11 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			}
 			if i == max(s.Repeat, 1) {
 				return fmt.Errorf("%q still shows after %d Escape(s)", s.Text, i)
+			}
+			if i > 0 {
+				if err := r.focusOn(ctx, r.window); err != nil {
+					return err
+				}
 			}
 			if err := d.Key(ctx, "Escape"); err != nil {
 				return err

@@ -47,6 +47,9 @@ type Fixture struct {
 type State struct {
 	Frame   string          `json:"frame"`
 	Windows []driver.Window `json:"windows,omitempty"`
+	// Focus is the window that had the keyboard focus when last asked (recordings
+	// made before it was recorded have none: see Driver.Focused).
+	Focus uint32 `json:"focus,omitempty"`
 }
 
 // Input is one input event sent.
@@ -116,6 +119,16 @@ func (r *Recorder) Windows(ctx context.Context) ([]driver.Window, error) {
 	return ws, err
 }
 
+func (r *Recorder) Focused(ctx context.Context) (driver.Window, error) {
+	w, err := r.Driver.Focused(ctx)
+	if err == nil {
+		r.mu.Lock()
+		r.state().Focus = w.ID
+		r.mu.Unlock()
+	}
+	return w, err
+}
+
 func (r *Recorder) Activate(ctx context.Context, w driver.Window) error {
 	r.input(Input{Kind: "activate", Text: w.Title})
 	return r.Driver.Activate(ctx, w)
@@ -181,6 +194,10 @@ type Driver struct {
 	fx     *Fixture
 	k      int // input events so far
 	frames map[string]*image.RGBA
+	// activated is the window last activated, and before what was listed then: the
+	// focus, as a window manager keeps it, for recordings without one (see Focused).
+	activated driver.Window
+	before    map[uint32]bool
 }
 
 // New replays the fixture in dir.
@@ -249,6 +266,48 @@ func (d *Driver) Windows(ctx context.Context) ([]driver.Window, error) {
 
 func (d *Driver) Bounds() image.Rectangle { return d.fx.Bounds }
 
+// Focused is the window the recording saw focused after as many inputs. A recording
+// made before focus was recorded answers as a window manager keeps the focus: the
+// newest viewable window that opened since the last activation (a dialog takes the
+// focus as it maps), else the window last activated, else the newest viewable one.
+func (d *Driver) Focused(ctx context.Context) (driver.Window, error) {
+	ws, err := d.Windows(ctx)
+	if err != nil {
+		return driver.Window{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := min(d.k, len(d.fx.States)-1)
+	if focus := d.fx.States[k].Focus; focus != 0 {
+		for _, w := range ws {
+			if w.ID == focus {
+				return w, nil
+			}
+		}
+		return driver.Window{}, nil
+	}
+	var opened, activated, newest *driver.Window
+	for i := range ws {
+		w := &ws[i]
+		if !w.Viewable {
+			continue
+		}
+		newest = w
+		if d.before != nil && !d.before[w.ID] {
+			opened = w
+		}
+		if w.ID == d.activated.ID {
+			activated = w
+		}
+	}
+	for _, w := range []*driver.Window{opened, activated, newest} {
+		if w != nil {
+			return *w, nil
+		}
+	}
+	return driver.Window{}, nil
+}
+
 // next checks an input against the recording and moves to the next state.
 func (d *Driver) next(in Input) error {
 	d.mu.Lock()
@@ -273,7 +332,17 @@ func (d *Driver) next(in Input) error {
 }
 
 func (d *Driver) Activate(ctx context.Context, w driver.Window) error {
-	return d.next(Input{Kind: "activate", Text: w.Title})
+	ws, _ := d.Windows(ctx)
+	if err := d.next(Input{Kind: "activate", Text: w.Title}); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.activated, d.before = w, map[uint32]bool{}
+	for _, x := range ws {
+		d.before[x.ID] = true
+	}
+	d.mu.Unlock()
+	return nil
 }
 func (d *Driver) Click(ctx context.Context, p image.Point) error {
 	return d.next(Input{Kind: "click", Point: p})

@@ -54,6 +54,46 @@ func windowList(c *xgb.Conn) ([]driver.Window, error) {
 	return out, nil
 }
 
+// focusedClient is the client window holding the input focus (ID 0 if none does).
+func focusedClient(c *xgb.Conn) (driver.Window, error) {
+	f, err := xproto.GetInputFocus(c).Reply()
+	if err != nil {
+		return driver.Window{}, err
+	}
+	ws, err := windowList(c)
+	if err != nil {
+		return driver.Window{}, err
+	}
+	clients := map[xproto.Window]driver.Window{}
+	for _, w := range ws {
+		clients[xproto.Window(w.ID)] = w
+	}
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	// None (0) and PointerRoot (1) are no window.
+	for w := f.Focus; w > 1 && w != root; {
+		if cw, ok := clients[w]; ok {
+			return cw, nil
+		}
+		tree, err := xproto.QueryTree(c, w).Reply()
+		if err != nil {
+			return driver.Window{}, err
+		}
+		if w == f.Focus { // a window manager's frame: the one client inside it
+			var inside []driver.Window
+			for _, child := range tree.Children {
+				if cw, ok := clients[child]; ok {
+					inside = append(inside, cw)
+				}
+			}
+			if len(inside) == 1 {
+				return inside[0], nil
+			}
+		}
+		w = tree.Parent
+	}
+	return driver.Window{}, nil
+}
+
 func atom(c *xgb.Conn, name string) (xproto.Atom, error) {
 	r, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
 	if err != nil {

@@ -99,6 +99,18 @@ func (d *Desktop) Key(ctx context.Context, chord string) error {
 	return nil
 }
 
+// Focused is the client window (one in _NET_CLIENT_LIST) that holds the X input focus:
+// the focus window itself, the client it is inside of, or the one client inside the
+// window manager's frame that has it.
+func (d *Desktop) Focused(ctx context.Context) (driver.Window, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.Window{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return focusedClient(d.conn)
+}
+
 func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return err
