@@ -124,6 +124,11 @@ func TestReplayFixtures(t *testing.T) {
 			}
 			assertSettled(t, r.client, res)
 			assertSnapshot(t, r.req.Staging, res, 0o440)
+			b, err := evidence.Verify(res.Evidence, evidence.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSkeleton(t, name, b)
 		})
 	}
 }

@@ -22,12 +22,12 @@ type lookOnly struct {
 func (d *lookOnly) Windows(context.Context) ([]driver.Window, error) {
 	return []driver.Window{d.win}, nil
 }
-func (d *lookOnly) Activate(context.Context, driver.Window) error { d.inputs++; return nil }
-func (d *lookOnly) Click(context.Context, image.Point) error      { d.inputs++; return nil }
-func (d *lookOnly) Key(context.Context, string) error             { d.inputs++; return nil }
-func (d *lookOnly) Type(context.Context, string) error            { d.inputs++; return nil }
-func (d *lookOnly) Move(context.Context, image.Point) error       { d.inputs++; return nil }
-func (d *lookOnly) Bounds() image.Rectangle                       { return image.Rect(0, 0, 1280, 800) }
+func (d *lookOnly) Activate(context.Context, driver.Window) error  { d.inputs++; return nil }
+func (d *lookOnly) Click(context.Context, image.Point) error       { d.inputs++; return nil }
+func (d *lookOnly) Key(context.Context, string) error              { d.inputs++; return nil }
+func (d *lookOnly) Type(context.Context, string) error             { d.inputs++; return nil }
+func (d *lookOnly) Move(context.Context, image.Point) error        { d.inputs++; return nil }
+func (d *lookOnly) Bounds() image.Rectangle                        { return image.Rect(0, 0, 1280, 800) }
 func (d *lookOnly) Focused(context.Context) (driver.Window, error) { return d.win, nil }
 func (d *lookOnly) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
 	img := image.NewRGBA(r)

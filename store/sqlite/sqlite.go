@@ -47,7 +47,7 @@ type Backend struct {
 	clock        func() time.Time
 	path         string
 	opened       os.FileInfo // the file as it was opened: it must still be the one at path
-	foundVersion int // the schema found when opened, before any migration
+	foundVersion int         // the schema found when opened, before any migration
 }
 
 // Create makes a new store at path (its folder must exist): the file is created
