@@ -91,7 +91,9 @@ type Timings struct {
 	TitleDeadline Duration `json:"title_deadline"` // how long the title may take to read the same twice (4s)
 	EscapeSettle  Duration `json:"escape_settle"`  // after each Escape of escape_text (400ms)
 	WindowClose   Duration `json:"window_close"`   // for a window to close after its Escape (3s)
-	FocusSettle   Duration `json:"focus_settle"`   // after activating a window, before its key (200ms)
+	// FocusSettle is no longer waited: a key waits for the keyboard focus to be in its
+	// window (the focus guard). Kept so that profiles that set it still load.
+	FocusSettle Duration `json:"focus_settle"`
 }
 
 func or(d Duration, def time.Duration) time.Duration {
@@ -105,7 +107,6 @@ func (t Timings) stepTimeout() time.Duration   { return or(t.StepTimeout, 10*tim
 func (t Timings) titleDeadline() time.Duration { return or(t.TitleDeadline, 4*time.Second) }
 func (t Timings) escapeSettle() time.Duration  { return or(t.EscapeSettle, 400*time.Millisecond) }
 func (t Timings) windowClose() time.Duration   { return or(t.WindowClose, 3*time.Second) }
-func (t Timings) focusSettle() time.Duration   { return or(t.FocusSettle, 200*time.Millisecond) }
 
 func (t Timings) validate(app string) error {
 	for name, d := range map[string]Duration{"step_timeout": t.StepTimeout, "title_deadline": t.TitleDeadline,

@@ -189,8 +189,8 @@ func TestWindowMatching(t *testing.T) {
 func TestTimings(t *testing.T) {
 	var none Timings
 	if none.titleDeadline() != 4*time.Second || none.stepTimeout() != 10*time.Second || none.escapeSettle() != 400*time.Millisecond ||
-		none.windowClose() != 3*time.Second || none.focusSettle() != 200*time.Millisecond {
-		t.Fatalf("the defaults changed: %v %v %v %v %v", none.titleDeadline(), none.stepTimeout(), none.escapeSettle(), none.windowClose(), none.focusSettle())
+		none.windowClose() != 3*time.Second {
+		t.Fatalf("the defaults changed: %v %v %v %v", none.titleDeadline(), none.stepTimeout(), none.escapeSettle(), none.windowClose())
 	}
 	text := strings.Replace(minimal("x"), `"process":"x",`, `"process":"x","timings":{"title_deadline":"9s","step_timeout":"30s"},`, 1)
 	p, err := ParseProfile([]byte(text))
