@@ -1,7 +1,8 @@
 //go:build cgo
 
 // Package x11 is the live Driver: robotgo sends the input events (XTest), X11 (xgb)
-// lists and activates windows, and the screen is captured through vision.X11Screen.
+// lists and activates windows, and captures the screen over its own X connection
+// (vision.X11Screen, a new connection a capture, for pixel formats it does not read).
 // It acts on the display named by $DISPLAY.
 package x11
 
@@ -23,9 +24,10 @@ import (
 
 // Desktop is the live desktop on $DISPLAY.
 type Desktop struct {
-	mu     sync.Mutex
-	conn   *xgb.Conn
-	screen vision.X11Screen
+	mu      sync.Mutex
+	conn    *xgb.Conn
+	capture capturer         // on conn: the common pixel format
+	screen  vision.X11Screen // any other format, and the display's bounds
 }
 
 // Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
@@ -41,7 +43,7 @@ func Open(display string) (*Desktop, error) {
 		return nil, fmt.Errorf("robotgo: display %q: %w", display, err)
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
-	return &Desktop{conn: c}, nil
+	return &Desktop{conn: c, capture: newCapturer(c)}, nil
 }
 
 // Close closes the X connection.
@@ -120,7 +122,12 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 }
 
 func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
-	return d.screen.Capture(ctx, r)
+	if !d.capture.ok {
+		return d.screen.Capture(ctx, r)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.capture.capture(ctx, d.conn, r)
 }
 
 func (d *Desktop) Bounds() image.Rectangle { return d.screen.Bounds() }
