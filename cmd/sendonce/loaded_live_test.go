@@ -156,11 +156,7 @@ func TestLiveUnderLoad(t *testing.T) {
 
 	t.Run("leftover dialog", func(t *testing.T) {
 		psi := newPsiLive(t)
-		warm, _ := psi.file("loaded-warm.txt") // opens Bob's chat window, where the dialog opens
-		if m, code, _ := psi.deliver(warm, "Bob"); code != exitOK {
-			t.Fatalf("the first delivery exited %d\n%s", code, describe(m))
-		}
-		psi.psiOpenUploadDialog()
+		psi.psiLeaveUploadDialog("loaded-warm.txt")
 		file, sum := psi.file("loaded-after-leftover.txt")
 		before := uploads(t, psi.uploadDir())
 		var m map[string]any

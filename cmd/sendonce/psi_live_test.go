@@ -95,17 +95,25 @@ func TestLivePsiDeliverImage(t *testing.T) {
 // died) is dismissed with Escape before the delivery, which is then sent_verified once.
 func TestLivePsiLeftoverDialog(t *testing.T) {
 	l := newPsiLive(t)
-	warm, _ := l.file("psi-warm.txt") // opens Bob's chat window, where the dialog opens
-	if m, code, _ := l.deliver(warm, "Bob"); code != exitOK {
-		t.Fatalf("the first delivery exited %d\n%s", code, describe(m))
-	}
-	l.psiOpenUploadDialog()
+	l.psiLeaveUploadDialog("psi-warm.txt")
 
 	file, sum := l.file("psi-after-leftover.txt")
 	before := uploads(t, l.uploadDir())
 	m, code, _ := l.deliver(file, "Bob")
 	l.wantSentVerified(m, code)
 	l.wantExactlyOneCopyEach(before, sum)
+}
+
+// psiLeaveUploadDialog delivers a first file (named warm) to Bob, which opens his chat
+// window, and then leaves its upload dialog open there, as a person or a run that died
+// would.
+func (l *liveRun) psiLeaveUploadDialog(warm string) {
+	l.t.Helper()
+	file, _ := l.file(warm)
+	if m, code, _ := l.deliver(file, "Bob"); code != exitOK {
+		l.t.Fatalf("the first delivery exited %d\n%s", code, describe(m))
+	}
+	l.psiOpenUploadDialog()
 }
 
 // psiOpenUploadDialog opens Psi+'s "Upload file" dialog in Bob's chat window, as a
