@@ -224,10 +224,15 @@ func (a Anchor) Occurrences(words []Word) int {
 func FindLineSuffix(words []Word, text string, match func(got, want string) bool) (Line, bool) {
 	for _, l := range Lines(words) {
 		joined := strings.ReplaceAll(l.Text, " ", "")
-		// The text cursor after the last character reads as one of these, or not at all.
+		// The text cursor after the last character reads as one of these, or not at all;
+		// or as "|" twice: glued to the name and again as a word of its own (seen live
+		// in Psi+'s file field while the machine was loaded).
 		candidates := []string{joined}
 		if n := len(joined); n > 0 && strings.ContainsAny(joined[n-1:], "]|)}lI!/\\") {
 			candidates = append(candidates, joined[:n-1])
+		}
+		if strings.HasSuffix(joined, "||") {
+			candidates = append(candidates, joined[:len(joined)-2])
 		}
 		for _, c := range candidates {
 			if len(c) < len(text) {

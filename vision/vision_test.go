@@ -43,6 +43,9 @@ func TestFindLineSuffix(t *testing.T) {
 		{[]string{"/tmp/x/ab12/chart.pn", "gl"}, true}, // the cursor after "g" read as "l"
 		{[]string{"/tmp/x/ab12/repo", "rt.txt]"}, true},
 		{[]string{"/tmp/x/ab12/report.txt"}, true},
+		{[]string{"/tmp/x/ab12/report.txt|", "|"}, true}, // the cursor read twice
+		{[]string{"/tmp/x/ab12/report.txt|", "|", "|"}, false},
+		{[]string{"/tmp/x/ab12/report.txtl", "|"}, false},
 		{[]string{"/tmp/x/ab12/report.tx"}, false},
 		{[]string{"/tmp/x/ab12/other.txt"}, false},
 	} {
