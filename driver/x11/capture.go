@@ -72,10 +72,12 @@ func (cp capturer) capture(ctx context.Context, c *xgb.Conn, r image.Rectangle) 
 			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = r, g, b, 255
 		}
 	}
-	for y := r.Min.Y; y < r.Max.Y; y++ { // outside the screen: opaque black
-		for x := r.Min.X; x < r.Max.X; x++ {
-			if !(image.Point{x, y}).In(in) {
-				img.Pix[img.PixOffset(x, y)+3] = 255
+	if in != r { // outside the screen: opaque black (a capture inside it skips this pass)
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				if !(image.Point{x, y}).In(in) {
+					img.Pix[img.PixOffset(x, y)+3] = 255
+				}
 			}
 		}
 	}

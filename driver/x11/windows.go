@@ -16,77 +16,106 @@ import (
 // windowList reads the EWMH client list with each window's title, PID, process,
 // absolute geometry and map state.
 func windowList(c *xgb.Conn) ([]driver.Window, error) {
+	ids, err := clientIDs(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.Window
+	for _, id := range ids {
+		if w, ok := describe(c, id); ok {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// clientIDs is the EWMH client list: the application windows the window manager manages.
+func clientIDs(c *xgb.Conn) ([]xproto.Window, error) {
 	root := xproto.Setup(c).DefaultScreen(c).Root
 	clients, err := property(c, root, "_NET_CLIENT_LIST")
 	if err != nil {
 		return nil, err
 	}
-	var out []driver.Window
+	ids := make([]xproto.Window, 0, len(clients)/4)
 	for i := 0; i+4 <= len(clients); i += 4 {
-		id := xproto.Window(xgb.Get32(clients[i:]))
-		w := driver.Window{ID: uint32(id)}
-		if name, err := property(c, id, "_NET_WM_NAME"); err == nil && len(name) > 0 {
-			w.Title = string(name)
-		} else if name, err := property(c, id, "WM_NAME"); err == nil {
-			w.Title = string(name)
-		}
-		if pid, err := property(c, id, "_NET_WM_PID"); err == nil && len(pid) >= 4 {
-			w.PID = int(xgb.Get32(pid))
-			w.Process = processName(w.PID)
-		}
-		attrs, err := xproto.GetWindowAttributes(c, id).Reply()
-		if err != nil {
-			continue // the window went away
-		}
-		w.Viewable = attrs.MapState == xproto.MapStateViewable
-		geo, err := xproto.GetGeometry(c, xproto.Drawable(id)).Reply()
-		if err != nil {
-			continue
-		}
-		// Absolute coordinates: window managers reparent, so translate to the root.
-		tr, err := xproto.TranslateCoordinates(c, id, root, 0, 0).Reply()
-		if err != nil {
-			continue
-		}
-		w.Bounds = image.Rect(int(tr.DstX), int(tr.DstY), int(tr.DstX)+int(geo.Width), int(tr.DstY)+int(geo.Height))
-		out = append(out, w)
+		ids = append(ids, xproto.Window(xgb.Get32(clients[i:])))
 	}
-	return out, nil
+	return ids, nil
 }
 
-// focusedClient is the client window holding the input focus (ID 0 if none does).
+// describe reads one client window's title, PID, process, absolute geometry and map
+// state; ok is false when it went away meanwhile.
+func describe(c *xgb.Conn, id xproto.Window) (driver.Window, bool) {
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	w := driver.Window{ID: uint32(id)}
+	if name, err := property(c, id, "_NET_WM_NAME"); err == nil && len(name) > 0 {
+		w.Title = string(name)
+	} else if name, err := property(c, id, "WM_NAME"); err == nil {
+		w.Title = string(name)
+	}
+	if pid, err := property(c, id, "_NET_WM_PID"); err == nil && len(pid) >= 4 {
+		w.PID = int(xgb.Get32(pid))
+		w.Process = processName(w.PID)
+	}
+	attrs, err := xproto.GetWindowAttributes(c, id).Reply()
+	if err != nil {
+		return w, false
+	}
+	w.Viewable = attrs.MapState == xproto.MapStateViewable
+	geo, err := xproto.GetGeometry(c, xproto.Drawable(id)).Reply()
+	if err != nil {
+		return w, false
+	}
+	// Absolute coordinates: window managers reparent, so translate to the root.
+	tr, err := xproto.TranslateCoordinates(c, id, root, 0, 0).Reply()
+	if err != nil {
+		return w, false
+	}
+	w.Bounds = image.Rect(int(tr.DstX), int(tr.DstY), int(tr.DstX)+int(geo.Width), int(tr.DstY)+int(geo.Height))
+	return w, true
+}
+
+// focusedClient is the client window holding the input focus (ID 0 if none does): the
+// focus window itself, the client it is inside of, or the one client inside the window
+// manager's frame that has it. Only that one window is described.
 func focusedClient(c *xgb.Conn) (driver.Window, error) {
 	f, err := xproto.GetInputFocus(c).Reply()
 	if err != nil {
 		return driver.Window{}, err
 	}
-	ws, err := windowList(c)
+	ids, err := clientIDs(c)
 	if err != nil {
 		return driver.Window{}, err
 	}
-	clients := map[xproto.Window]driver.Window{}
-	for _, w := range ws {
-		clients[xproto.Window(w.ID)] = w
+	clients := map[xproto.Window]bool{}
+	for _, id := range ids {
+		clients[id] = true
+	}
+	found := func(id xproto.Window) (driver.Window, error) {
+		if w, ok := describe(c, id); ok {
+			return w, nil
+		}
+		return driver.Window{}, nil // it went away: no window has the focus
 	}
 	root := xproto.Setup(c).DefaultScreen(c).Root
 	// None (0) and PointerRoot (1) are no window.
 	for w := f.Focus; w > 1 && w != root; {
-		if cw, ok := clients[w]; ok {
-			return cw, nil
+		if clients[w] {
+			return found(w)
 		}
 		tree, err := xproto.QueryTree(c, w).Reply()
 		if err != nil {
 			return driver.Window{}, err
 		}
 		if w == f.Focus { // a window manager's frame: the one client inside it
-			var inside []driver.Window
+			var inside []xproto.Window
 			for _, child := range tree.Children {
-				if cw, ok := clients[child]; ok {
-					inside = append(inside, cw)
+				if clients[child] {
+					inside = append(inside, child)
 				}
 			}
 			if len(inside) == 1 {
-				return inside[0], nil
+				return found(inside[0])
 			}
 		}
 		w = tree.Parent
