@@ -1,15 +1,21 @@
 package driver
 
 import (
+	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
+	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/vision"
 )
 
@@ -127,5 +133,109 @@ func TestBlank(t *testing.T) {
 	img.Set(40, 40, color.RGBA{120, 120, 120, 255}) // a button's edge
 	if blank(img) {
 		t.Fatal("a region with a drawn pixel is blank")
+	}
+}
+
+// chatDesk shows one still screen: a frame with a conversation drawn in the Gajim
+// profile's chat region (its end-blank region white).
+type chatDesk struct {
+	windowsOnly
+	frame *image.RGBA
+}
+
+func (d chatDesk) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	return vision.Crop(d.frame, r), nil
+}
+
+// splitNameOCR reads the title as "Bob" and the chat as OCR of a real frame once did:
+// at twice the size it splits the file's name across two lines ("report" / ".txt"),
+// at its own size it reads it whole. It counts its reads of the chat by scale.
+type splitNameOCR struct {
+	chat  []vision.Word // the words as read at the chat's own size
+	reads map[int]int   // chat reads by scale
+}
+
+func (o *splitNameOCR) Recognize(_ context.Context, img image.Image, _ vision.Mode) ([]vision.Word, error) {
+	switch w := img.Bounds().Dx(); w {
+	case 780: // the title region
+		return []vision.Word{{Text: "Bob", Box: image.Rect(300, 10, 340, 30), Confidence: 95}}, nil
+	case 520, 1040:
+		scale := w / 520
+		o.reads[scale]++
+		var out []vision.Word
+		for _, wd := range o.chat {
+			wd.Box = image.Rectangle{Min: wd.Box.Min.Mul(scale), Max: wd.Box.Max.Mul(scale)}
+			if scale == 2 && wd.Text == "report.txt" {
+				head, tail := wd, wd
+				head.Text, tail.Text, tail.Line = "report", ".txt", 99
+				tail.Box.Min.Y += 40
+				out = append(out, head, tail)
+				continue
+			}
+			out = append(out, wd)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("an image %v that no region of the test has", img.Bounds())
+}
+
+// TestSentItemReadAgainWithOtherPreps: a read after send whose OCR splits the file's
+// name is read again, on the same capture, with the profile's other preparations, and
+// the item counts; the second look, the profile's settle later, sees the same pixels and
+// is not read by OCR again, and both looks are recorded a settle apart.
+func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
+	p, err := LoadProfile("gajim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
+	chat, ws := chatFrame([]struct {
+		text string
+		ink  color.RGBA
+		x, y int
+	}{{"alice 11:33", ours, 10, 20}, {"report.txt", text, 80, 50}, {"17 bytes", text, 80, 65}})
+	win := Window{ID: 1, Process: "gajim", Title: "Gajim", Viewable: true, Bounds: image.Rect(0, 0, 1280, 800)}
+	frame := image.NewRGBA(win.Bounds)
+	draw.Draw(frame, frame.Bounds(), &image.Uniform{color.RGBA{255, 255, 255, 255}}, image.Point{}, draw.Src)
+	chatRect := p.Chat.Region.In(win.Bounds)
+	draw.Draw(frame, chatRect, chat, image.Point{}, draw.Src)
+	desk := chatDesk{windowsOnly: windowsOnly{ws: []Window{win}}, frame: frame}
+	ocr := &splitNameOCR{chat: ws, reads: map[int]int{}}
+	dir := filepath.Join(t.TempDir(), "bundle")
+	rec, err := evidence.Create(dir, evidence.Manifest{Keys: []string{"v2:title:Bob:" + strings.Repeat("a", 64)}, Identity: "title:Bob", IdentityStrength: "weak",
+		Title: "Bob", App: "gajim", Task: "t", Token: 1, DispatchID: strings.Repeat("b", 32), ContentSHA256: strings.Repeat("a", 64), Size: 17, FileName: "report.txt", ToolVersion: "test", Host: "test"}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: ocr, Poll: time.Millisecond}, Rec: rec, Profile: p,
+		Vars: Vars{Title: "Bob", FileName: "report.txt", Size: 17}}
+	r.window = win
+	if err := r.lookForSentItem(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if ocr.reads[2] != 1 || ocr.reads[1] != 1 {
+		t.Errorf("chat reads by scale %v; want one at 2x (split the name), one at 1x (read it), none for the look a settle later", ocr.reads)
+	}
+	rec.Close()
+	b, err := evidence.Verify(dir, evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looks []evidence.Record
+	for _, rc := range b.Records {
+		if o := rc.Observed; o != nil && o.What == "sent_items" && o.Phase == "after_send" {
+			looks = append(looks, rc)
+		}
+	}
+	if len(looks) != 2 {
+		t.Fatalf("%d looks after send recorded; want 2", len(looks))
+	}
+	for i, l := range looks {
+		if its := l.Observed.Items; len(its) != 1 || its[0].Name != "report.txt" || !its[0].Ours || !its[0].Finished {
+			t.Errorf("look %d: items %+v; want report.txt, ours and finished", i, its)
+		}
+	}
+	if gap := looks[1].Mono - looks[0].Mono; gap < p.Confirm.Settle.Duration.Nanoseconds() {
+		t.Errorf("the looks were recorded %v apart; want at least the profile's settle %v", time.Duration(gap), p.Confirm.Settle.Duration)
 	}
 }

@@ -139,13 +139,19 @@ type Mark struct {
 	Text   string      `json:"text"`
 	Region Region      `json:"region"`
 	Prep   vision.Prep `json:"prep"`
+	// AltPreps are tried in turn, on the same capture, when Prep does not find the text.
+	AltPreps []vision.Prep `json:"alt_preps,omitempty"`
 }
 
 // Read is a region of the app window and how to read it.
 type Read struct {
 	Region Region      `json:"region"`
 	Prep   vision.Prep `json:"prep"`
-	Mode   string      `json:"mode"` // "sparse" (default), "block", "single_line"
+	// AltPreps (the chat only) are tried in turn, on the same capture, when a read after
+	// send with Prep does not show the new item: OCR of one frame may join or split a
+	// file's name where another preparation of it does not.
+	AltPreps []vision.Prep `json:"alt_preps,omitempty"`
+	Mode     string        `json:"mode"` // "sparse" (default), "block", "single_line"
 	// Window reads Region in the window with this title prefix (an app that shows its
 	// send page, say, in a window of its own) instead of the main window.
 	Window string `json:"window,omitempty"`
@@ -475,6 +481,9 @@ func (p *Profile) validate() error {
 	for name, rd := range map[string]Read{"title": p.Title, "chat": p.Chat, "send_page": p.SendPage} {
 		if err := rd.Region.checkFrom(fmt.Sprintf("profile %s: %s", p.App, name)); err != nil {
 			return err
+		}
+		if name != "chat" && len(rd.AltPreps) > 0 {
+			return fmt.Errorf("profile %s: %s.alt_preps: only the chat is read again with other preparations (remove them)", p.App, name)
 		}
 	}
 	chooseWant, sendWant := map[evidence.Class]int{evidence.MaySubmit: 1}, map[evidence.Class]int{evidence.Submit: 1}

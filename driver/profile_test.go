@@ -40,6 +40,9 @@ func TestProfileValidation(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	if _, err := ParseProfile([]byte(base + `,"title":{"region":{"x":0,"y":0,"w":10,"h":10},"alt_preps":[{"Gray":true}]}}`)); err == nil || !strings.Contains(err.Error(), "title.alt_preps") {
+		t.Errorf("alt_preps for the title: %v, want it refused by name", err)
+	}
 	twoSubmits := `{"app":"x","process":"x",
 	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
 	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"},{"name":"t","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`

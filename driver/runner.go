@@ -696,7 +696,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 		return d.Click(ctx, c)
 	case "wait_gone":
-		return r.waitGone(ctx, s)
+		return r.waitGone(ctx, s, res)
 	case "wait_window", "wait_window_gone":
 		return r.waitWindow(ctx, s.Window, s.Do == "wait_window", r.timeout(s))
 	case "escape_window":
@@ -725,13 +725,10 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		if err != nil {
 			return err
 		}
+		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode)}
 		for i := 0; i <= max(s.Repeat, 1); i++ {
-			look, err := r.Reader.Read(ctx, region, s.Prep, ocrMode(s.Mode))
-			if err != nil {
+			if _, shows, err := r.Reader.Find(ctx, region, anchor); err != nil || !shows {
 				return err
-			}
-			if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
-				return nil
 			}
 			if i == max(s.Repeat, 1) {
 				return fmt.Errorf("%q still shows after %d Escape(s)", s.Text, i)
@@ -779,36 +776,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (r *Runner) waitGone(ctx context.Context, s Step) error {
-	deadline := r.now().Add(r.timeout(s))
+func (r *Runner) waitGone(ctx context.Context, s Step, res *evidence.Record) error {
 	region, err := r.region(ctx, s)
 	if err != nil {
 		return err
 	}
-	// OCR runs only when the region's pixels changed since the last read: until then
-	// the text still shows.
-	var last uint64
-	read := false
-	for {
-		frame, err := r.Reader.Screen.Capture(ctx, region)
-		if err != nil {
-			return err
+	anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode)}
+	look, err := r.Reader.WaitGone(ctx, region, anchor, r.timeout(s))
+	if look.Frame != nil {
+		if h, ferr := r.Rec.Frame(look.Frame); ferr == nil {
+			res.OCR = ocrWords(h, region, look.Words)
 		}
-		if h := vision.PixelHash(frame); !read || h != last {
-			look, err := r.Reader.ReadFrame(ctx, frame, region, s.Prep, ocrMode(s.Mode))
-			if err != nil {
-				return err
-			}
-			if _, _, ok := vision.FindPhrase(look.Words, r.Vars.expand(s.Text)); !ok {
-				return nil
-			}
-			last, read = h, true
-		}
-		if r.now().After(deadline) {
-			return fmt.Errorf("%w: %q still shows after %v", vision.ErrNotFound, s.Text, r.timeout(s))
-		}
-		sleep(ctx, 75*time.Millisecond)
 	}
+	return err
 }
 
 func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool, error) {
@@ -926,7 +906,7 @@ func lineText(ws []vision.Word) string {
 // observeItems reads the chat for items named like the file, the conversation's title
 // and whether the view is at its end, and records what it read.
 func (r *Runner) observeItems(ctx context.Context, phase string) ([]evidence.Item, error) {
-	o, err := r.readChat(ctx, phase)
+	o, err := r.readChat(ctx, phase, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -937,6 +917,8 @@ func (r *Runner) observeItems(ctx context.Context, phase string) ([]evidence.Ite
 type chatRead struct {
 	phase   string
 	look    vision.Look
+	pix     uint64      // the pixel hash of look.Frame
+	reused  bool        // the words are an earlier read's of the same pixels
 	end     *image.RGBA // the end-blank region's capture, when the profile has one
 	endRect image.Rectangle
 	title   string
@@ -944,17 +926,28 @@ type chatRead struct {
 	atEnd   bool
 }
 
-func (r *Runner) readChat(ctx context.Context, phase string) (chatRead, error) {
+// readChat reads the chat from a capture that held still. A capture whose pixels equal
+// those an earlier read (prev, when not nil) read shows the same words and items: OCR
+// does not run on them again.
+func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (chatRead, error) {
 	c := r.Profile.Chat
 	region, err := r.area(ctx, c)
 	if err != nil {
 		return chatRead{}, err
 	}
-	look, err := r.Reader.Read(ctx, region, c.Prep, c.OCRMode())
+	frame, pix, err := r.Reader.CaptureSettled(ctx, region)
 	if err != nil {
 		return chatRead{}, err
 	}
-	out := chatRead{phase: phase, look: look, Items: r.items(look)}
+	out := chatRead{phase: phase, pix: pix}
+	if prev != nil && prev.pix == pix && prev.look.Region == region {
+		out.look, out.Items, out.reused = vision.Look{Region: region, Frame: frame, Words: prev.look.Words}, prev.Items, true
+	} else {
+		if out.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode()); err != nil {
+			return chatRead{}, err
+		}
+		out.Items = r.items(out.look)
+	}
 	if cf := r.confirm(); cf != nil {
 		out.endRect = cf.EndBlank.In(r.window.Bounds)
 		if out.end, err = r.Driver.Capture(ctx, out.endRect); err != nil {
@@ -966,6 +959,23 @@ func (r *Runner) readChat(ctx context.Context, phase string) (chatRead, error) {
 		return chatRead{}, err
 	}
 	return out, nil
+}
+
+// rereadChat reads a chat capture that did not show the new item again with each of
+// the profile's other preparations, and returns the first read that shows it (or o).
+func (r *Runner) rereadChat(ctx context.Context, o chatRead, before []evidence.Item) (chatRead, error) {
+	for _, prep := range r.Profile.Chat.AltPreps {
+		look, err := r.Reader.ReadFrame(ctx, o.look.Frame, o.look.Region, prep, r.Profile.Chat.OCRMode())
+		if err != nil {
+			return o, err
+		}
+		alt := o
+		alt.look, alt.Items = look, r.items(look)
+		if r.showsNew(alt, before) {
+			return alt, nil
+		}
+	}
+	return o, nil
 }
 
 func (r *Runner) recordChat(o chatRead) error {
@@ -990,13 +1000,13 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 	open := true
 	if m := r.Profile.SendPageMark; m != nil {
 		region := m.Region.In(r.window.Bounds)
-		look, err := r.Reader.Read(ctx, region, m.Prep, vision.Sparse)
+		found, shows, err := r.Reader.Find(ctx, region, vision.Anchor{Text: m.Text, Prep: m.Prep, AltPreps: m.AltPreps})
 		if err != nil {
 			return err
 		}
-		after, _ = r.Rec.Frame(look.Frame)
-		ocr = ocrWords(after, region, look.Words)
-		_, _, open = vision.FindPhrase(look.Words, m.Text)
+		after, _ = r.Rec.Frame(found.Look.Frame)
+		ocr = ocrWords(after, region, found.Look.Words)
+		open = shows
 	}
 	if open {
 		p := r.Profile.SendPage
@@ -1110,19 +1120,22 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 		settle = c.Settle.Duration
 	}
 	start := r.now()
-	var last *chatRead
+	var last, prev *chatRead
 	held := false
 	for !held {
-		o, err := r.readChat(ctx, "after_send")
+		o, err := r.readChat(ctx, "after_send", prev)
+		if err == nil && !o.reused && !r.showsNew(o, before) {
+			o, err = r.rereadChat(ctx, o, before)
+		}
 		if err == nil {
-			last = &o
+			last, prev = &o, &o
 			if r.showsNew(o, before) {
 				if err := r.recordChat(o); err != nil {
 					return err
 				}
 				last = nil
 				sleep(ctx, settle)
-				if o2, err := r.readChat(ctx, "after_send"); err == nil {
+				if o2, err := r.readChat(ctx, "after_send", &o); err == nil {
 					last, held = &o2, r.showsNew(o2, before)
 				}
 			}
@@ -1130,7 +1143,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 		if held || r.now().Sub(start) > timeout || ctx.Err() != nil {
 			break
 		}
-		sleep(ctx, 300*time.Millisecond)
+		sleep(ctx, 100*time.Millisecond)
 	}
 	var err error
 	n := 0

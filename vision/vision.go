@@ -253,73 +253,195 @@ type Found struct {
 	Words []Word
 	Look  Look
 	Looks int // how many captures it took
+	Reads int // how many of them OCR read (with every prep tried)
 }
 
-// WaitStable looks at region r until the anchor is found at the same position twice in
-// a row, or the deadline passes (ErrNotFound, with the last look).
+// unsettledReads is how many changed captures in a row WaitStable lets go unread before
+// it reads one anyway: a region that never holds still (a spinner, a blinking cursor
+// caught at every capture) is still read, every few polls.
+const unsettledReads = 3
+
+// WaitStable looks at region r until the anchor is found at the same position in two
+// captures in a row, or the deadline passes (ErrNotFound, with the last look read).
+//
+// OCR costs far more than a capture, so a capture is read only once its pixels equal
+// the capture before (the app has stopped drawing there: the frame read is the settled
+// one, not one of a transition). A found anchor in such a frame has held still across
+// the two captures. A capture whose pixels equal the frame last read is not read again.
 func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Found, error) {
-	poll := rd.Poll
-	if poll <= 0 {
-		poll = 75 * time.Millisecond
-	}
+	poll := rd.poll()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last Found
-	var prev *image.Rectangle
-	// A capture whose pixels equal the previous one's reads the same: OCR runs only on
-	// a changed frame, and an unchanged one holds the anchor still at no OCR cost.
-	var prevPix uint64
-	var prevLook Look
-	var prevBox image.Rectangle
-	var prevWords []Word
-	prevOK, havePrev := false, false
+	notFound := func() error {
+		return fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+	}
+	var (
+		last    Found  // the last frame read, with what was found in it
+		lastOK  bool   // whether the anchor was found in it
+		lastPix uint64 // its pixel hash
+		readAny bool
+		reads   int
+		settle  settling
+	)
 	for n := 1; ; n++ {
 		frame, err := rd.Screen.Capture(ctx, r)
 		if err != nil {
 			if ctx.Err() != nil {
-				return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+				return last, notFound()
 			}
 			return last, fmt.Errorf("capturing %v: %w", r, err)
 		}
-		var box image.Rectangle
-		var ws []Word
-		ok := false
-		if pix := PixelHash(frame); havePrev && pix == prevPix {
-			look := prevLook
-			look.Frame = frame
-			last = Found{Look: look, Looks: n}
-			box, ws, ok = prevBox, prevWords, prevOK
-		} else {
-			for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
-				look, err := rd.ReadFrame(ctx, frame, r, prep, a.Mode)
-				if err != nil {
-					if ctx.Err() != nil {
-						return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
-					}
-					return last, err
-				}
-				last = Found{Look: look, Looks: n}
-				if box, ws, ok = a.find(look.Words); ok {
-					break
-				}
-			}
-			prevPix, prevLook, prevBox, prevWords, prevOK, havePrev = pix, last.Look, box, ws, ok, true
-		}
-		if ok {
-			last.Box, last.Words = box, ws
-			if prev != nil && *prev == box {
+		pix := PixelHash(frame)
+		read, settled := settle.next(pix)
+		switch {
+		case readAny && pix == lastPix:
+			// The pixels read last time, so the same words: a found anchor is at the
+			// same position in two captures.
+			last.Look.Frame, last.Looks = frame, n
+			if lastOK {
 				return last, nil
 			}
-			prev = &box
-		} else {
-			prev = nil
+		case read:
+			wasOK, wasBox := lastOK, last.Box
+			look, box, ws, ok, err := rd.readAnchor(ctx, frame, r, a)
+			reads++
+			if err != nil {
+				if ctx.Err() != nil {
+					return last, notFound()
+				}
+				return last, err
+			}
+			last, lastOK, lastPix, readAny = Found{Look: look, Box: box, Words: ws, Looks: n, Reads: reads}, ok, pix, true
+			if ok && (settled || (wasOK && wasBox == box)) {
+				return last, nil
+			}
 		}
+		last.Reads = reads
 		select {
 		case <-ctx.Done():
-			return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+			return last, notFound()
 		case <-time.After(poll):
 		}
 	}
+}
+
+// settling tells which captures are worth reading: one whose pixels equal the capture
+// before (settled), or, after unsettledReads changed captures in a row, the latest.
+type settling struct {
+	prev      uint64
+	have      bool
+	unsettled int
+}
+
+func (s *settling) next(pix uint64) (read, settled bool) {
+	settled = s.have && pix == s.prev
+	s.prev, s.have = pix, true
+	if settled || s.unsettled >= unsettledReads {
+		s.unsettled = 0
+		return true, settled
+	}
+	s.unsettled++
+	return false, false
+}
+
+// CaptureSettled captures region r until a capture equals the one a poll before it (the
+// app has stopped drawing there), or, in a region that never holds still, until
+// unsettledReads+1 captures were taken; it returns the last capture and its pixel hash.
+func (rd *Reader) CaptureSettled(ctx context.Context, r image.Rectangle) (*image.RGBA, uint64, error) {
+	var settle settling
+	for {
+		frame, err := rd.Screen.Capture(ctx, r)
+		if err != nil {
+			return nil, 0, fmt.Errorf("capturing %v: %w", r, err)
+		}
+		pix := PixelHash(frame)
+		if read, _ := settle.next(pix); read {
+			return frame, pix, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-time.After(rd.poll()):
+		}
+	}
+}
+
+func (rd *Reader) poll() time.Duration {
+	if rd.Poll <= 0 {
+		return 75 * time.Millisecond
+	}
+	return rd.Poll
+}
+
+// WaitGone looks at region r until a read of it no longer finds the anchor, or the
+// deadline passes (ErrNotFound: it still shows). Like WaitStable it reads only frames
+// that held still for a poll (or, in a region that never does, every few captures), and
+// never reads the same pixels twice.
+func (rd *Reader) WaitGone(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Look, error) {
+	poll := rd.poll()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stillShows := func() error { return fmt.Errorf("%w: %q still shows after %v", ErrNotFound, a.Text, timeout) }
+	var (
+		last    Look
+		lastPix uint64
+		readAny bool
+		settle  settling
+	)
+	for {
+		frame, err := rd.Screen.Capture(ctx, r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return last, stillShows()
+			}
+			return last, fmt.Errorf("capturing %v: %w", r, err)
+		}
+		pix := PixelHash(frame)
+		if read, _ := settle.next(pix); read && !(readAny && pix == lastPix) {
+			look, _, _, ok, err := rd.readAnchor(ctx, frame, r, a)
+			if err != nil {
+				if ctx.Err() != nil {
+					return last, stillShows()
+				}
+				return last, err
+			}
+			last, lastPix, readAny = look, pix, true
+			if !ok {
+				return last, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, stillShows()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// Find reads region r once, from a capture that held still (CaptureSettled), with the
+// anchor's preps in turn until one finds it; the look is the last one read.
+func (rd *Reader) Find(ctx context.Context, r image.Rectangle, a Anchor) (Found, bool, error) {
+	frame, _, err := rd.CaptureSettled(ctx, r)
+	if err != nil {
+		return Found{}, false, err
+	}
+	look, box, ws, ok, err := rd.readAnchor(ctx, frame, r, a)
+	return Found{Box: box, Words: ws, Look: look, Looks: 1, Reads: 1}, ok, err
+}
+
+// readAnchor reads a frame with the anchor's preps in turn until one finds it.
+func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rectangle, a Anchor) (Look, image.Rectangle, []Word, bool, error) {
+	var look Look
+	for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
+		var err error
+		if look, err = rd.ReadFrame(ctx, frame, r, prep, a.Mode); err != nil {
+			return Look{}, image.Rectangle{}, nil, false, err
+		}
+		if box, ws, ok := a.find(look.Words); ok {
+			return look, box, ws, true, nil
+		}
+	}
+	return look, image.Rectangle{}, nil, false, nil
 }
 
 // PixelHash is a fast hash of a frame's pixels (FNV-1a, 64 bits, over its rows): equal

@@ -2,7 +2,9 @@ package vision
 
 import (
 	"context"
+	"errors"
 	"image"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,47 +81,71 @@ func TestPrep(t *testing.T) {
 	}
 }
 
-// stillScreen captures the same pixels every time, or, when changing, new ones each
-// time (the anchor's word stays where it is).
-type stillScreen struct {
-	changing bool
-	n        int
+// scriptedScreen captures frames tagged by its script's bytes in turn (the last one
+// for ever after): equal tags are equal pixels.
+type scriptedScreen struct {
+	tags []byte
+	n    int
 }
 
-func (s *stillScreen) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
-	s.n++
+func (s *scriptedScreen) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
 	img := image.NewRGBA(r)
-	if s.changing {
-		img.Pix[0] = byte(s.n)
-	}
+	img.Pix[0] = s.tags[min(s.n, len(s.tags)-1)]
+	s.n++
 	return img, nil
 }
 
-// countingOCR reads "Send" at the same place and counts its calls.
-type countingOCR struct{ calls int }
+// taggedOCR reads "Send" at the same place in every frame tagged with one of found's
+// tags and nothing in the others, and notes the tag of each frame it reads.
+type taggedOCR struct {
+	found string
+	read  []byte
+}
 
-func (o *countingOCR) Recognize(context.Context, image.Image, Mode) ([]Word, error) {
-	o.calls++
+func (o *taggedOCR) Recognize(_ context.Context, img image.Image, _ Mode) ([]Word, error) {
+	tag := img.(*image.RGBA).Pix[0]
+	o.read = append(o.read, tag)
+	if strings.IndexByte(o.found, tag) < 0 {
+		return nil, nil
+	}
 	return []Word{{Text: "Send", Box: image.Rect(10, 10, 50, 25), Confidence: 95}}, nil
 }
 
-// TestWaitStableReadsOnlyChangedFrames: an anchor holds still in two captures; when the
-// second capture's pixels equal the first's, OCR runs once, and when they changed, it
-// reads them again.
-func TestWaitStableReadsOnlyChangedFrames(t *testing.T) {
-	for _, changing := range []bool{false, true} {
-		ocr, screen := &countingOCR{}, &stillScreen{changing: changing}
-		rd := &Reader{Screen: screen, OCR: ocr, Poll: time.Millisecond}
-		f, err := rd.WaitStable(context.Background(), image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}, time.Second)
-		if err != nil || f.Box != image.Rect(10, 10, 50, 25) {
-			t.Fatalf("changing=%v: %v, %v", changing, f.Box, err)
-		}
-		want := 1
-		if changing {
-			want = 2
-		}
-		if screen.n != 2 || ocr.calls != want {
-			t.Errorf("changing=%v: %d captures, %d OCR calls; want 2 captures and %d OCR call(s)", changing, screen.n, ocr.calls, want)
-		}
+// TestWaitStableReadsSettledFrames: OCR reads a frame only once it has held still for a
+// poll (never one of a transition), reads it once, and still reads a region that never
+// holds still, every few captures, finding an anchor there only when two reads agree.
+func TestWaitStableReadsSettledFrames(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		frames, found string
+		captures      int
+		reads         string // the tags of the frames read, in order
+		wantErr       bool
+	}{
+		{name: "still from the start", frames: "a", found: "a", captures: 2, reads: "a"},
+		{name: "a transition, then still", frames: "abcdd", found: "d", captures: 5, reads: "d"},
+		{name: "the anchor passes by in a transition", frames: "abcdeffff", found: "c", wantErr: true, reads: "df"},
+		{name: "it appears while it is read", frames: "aab", found: "b", captures: 4, reads: "ab"},
+		{name: "never still", frames: "abcdefghijklmnop", found: "abcdefghijklmnop", captures: 8, reads: "dh"},
+		{name: "never still, found in one read only", frames: "abcdefghijklmnop", found: "d", wantErr: true, reads: "dhlp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			screen, ocr := &scriptedScreen{tags: []byte(tc.frames)}, &taggedOCR{found: tc.found}
+			rd := &Reader{Screen: screen, OCR: ocr, Poll: time.Millisecond}
+			f, err := rd.WaitStable(context.Background(), image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}, 200*time.Millisecond)
+			if tc.wantErr {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("err %v, want ErrNotFound", err)
+				}
+			} else if err != nil || f.Box != image.Rect(10, 10, 50, 25) || screen.n != tc.captures {
+				t.Fatalf("box %v after %d captures (want %d), err %v", f.Box, screen.n, tc.captures, err)
+			}
+			if got := string(ocr.read); got != tc.reads {
+				t.Errorf("read frames %q, want %q", got, tc.reads)
+			}
+			if !tc.wantErr && f.Reads != len(tc.reads) {
+				t.Errorf("Found.Reads %d, want %d", f.Reads, len(tc.reads))
+			}
+		})
 	}
 }
