@@ -154,7 +154,7 @@ func (c *Client) VerifyEvidence(ctx context.Context, req VerifyRequest) (VerifyR
 func verifyResult(path string, b *Bundle, storeCheck string) VerifyResult {
 	out := VerifyResult{Bundle: path, Verified: true, Checked: []string{"internal"}, Format: b.Manifest.Format, Workstation: b.Manifest.Workstation,
 		Sealed: b.Sealed(), Records: len(b.Records), ChainHead: b.Head(), DispatchID: b.Manifest.DispatchID,
-		IdentityStrength: b.Manifest.IdentityStrength, StoreCheck: storeCheck, Title: b.Manifest.Title}
+		IdentityStrength: b.Manifest.IdentityStrength, StoreCheck: storeCheck, Title: b.Manifest.Title, Unrecorded: b.Unrecorded}
 	if b.Sealed() {
 		signed := b.Seal.Signature != ""
 		out.SealOutcome, out.Signed = b.Seal.Outcome, &signed

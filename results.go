@@ -287,6 +287,9 @@ type VerifyResult struct {
 	StoreCheck       string   `json:"store_check"`
 	SealOutcome      string   `json:"seal_outcome,omitempty"`
 	Signed           *bool    `json:"signed,omitempty"` // set when sealed
+	// Unrecorded are files of an unsealed bundle that no record refers to: frames a
+	// killed process wrote before the record that would have named them.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 	// Title is the visible title the bundle names (a weak identity's whole name).
 	Title string `json:"-"`
 	// Bundle is the path verified, as given.

@@ -215,6 +215,9 @@ func (r VerifyResult) WriteText(w io.Writer) {
 	if r.IdentityStrength != string(gate.Strong) {
 		fmt.Fprintf(w, "WEAK identity: the destination was named by its visible title %q only\n", r.Title)
 	}
+	if len(r.Unrecorded) > 0 {
+		fmt.Fprintf(w, "%d file(s) no record refers to (written just before the process died, ahead of their record; they prove nothing): %s\n", len(r.Unrecorded), strings.Join(r.Unrecorded, ", "))
+	}
 }
 
 // WriteText writes the result for a person.

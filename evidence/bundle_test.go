@@ -362,3 +362,62 @@ func TestReportGolden(t *testing.T) {
 	}
 	goldenCompare(t, "../testdata/report.golden.html", out.Bytes())
 }
+
+// TestFramesAheadOfTheirRecord: a process killed after writing a frame and before
+// appending the record that names it leaves the frame (whole, or cut short) in an
+// unsealed bundle. Verify accepts the bundle and lists the file as unrecorded; any other
+// extra file, and any unrecorded frame in a sealed bundle, still fails it.
+func TestFramesAheadOfTheirRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	r, err := Create(dir, testManifest("report.txt", []byte("the report")), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := synthFrame("Bob")
+	h, err := r.Frame(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
+	ahead, err := r.FramePNG([]byte("a frame whose record was never appended"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "frames", strings.Repeat("c", 64)+".png")
+	if err := os.WriteFile(cut, []byte("\x89PNG cut sh"), 0o600); err != nil { // a write the kill cut short
+		t.Fatal(err)
+	}
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		t.Fatalf("an unsealed bundle with frames ahead of their record: %v", err)
+	}
+	want := []string{"frames/" + ahead + ".png", "frames/" + strings.Repeat("c", 64) + ".png"}
+	sort.Strings(want)
+	if len(b.Records) != 1 || strings.Join(b.Unrecorded, " ") != strings.Join(want, " ") {
+		t.Fatalf("%d records, unrecorded %v; want 1 record and %v", len(b.Records), b.Unrecorded, want)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(dir, VerifyOptions{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "extra file notes.txt") {
+		t.Fatalf("an unsealed bundle with an extra file outside frames/: %v; want it refused", err)
+	}
+	os.Remove(filepath.Join(dir, "notes.txt"))
+
+	os.Remove(cut)
+	os.Remove(filepath.Join(dir, "frames", ahead+".png"))
+	if _, err := r.Seal("not_sent", nil, testSigner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(dir, VerifyOptions{}); err != nil {
+		t.Fatalf("the sealed bundle: %v", err)
+	}
+	extra := filepath.Join(dir, "frames", sum([]byte("added after the seal"))+".png")
+	if err := os.WriteFile(extra, []byte("added after the seal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(dir, VerifyOptions{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a sealed bundle with a frame no record names: %v; want it refused", err)
+	}
+}

@@ -24,6 +24,11 @@ type Bundle struct {
 	Seal  *Seal // nil when unsealed
 	// Profile is the recorded text of the profile that drove the app (v2; nil before).
 	Profile []byte
+	// Unrecorded are frame and OCR files of an unsealed bundle that no record refers
+	// to: a frame is written before the record that names it, so a process killed
+	// between the two leaves one behind (perhaps cut short). They carry no claim; a
+	// sealed bundle may have none.
+	Unrecorded []string
 }
 
 // Head is the chain head after every record.
@@ -132,7 +137,7 @@ func Verify(dir string, opt VerifyOptions) (*Bundle, error) {
 	if err := b.checkSeal(opt); err != nil {
 		return nil, err
 	}
-	if err := checkFiles(dir, referenced); err != nil {
+	if b.Unrecorded, err = checkFiles(dir, referenced, !b.Sealed()); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -176,7 +181,10 @@ func framesOf(r Record) []string {
 }
 
 // checkFiles finds missing, edited and extra files.
-func checkFiles(dir string, referenced map[string]bool) error {
+// checkFiles checks that the bundle holds exactly the files its records refer to, each
+// with the hash it is named by. With unsealed, frame and OCR files no record refers to
+// are returned instead (see Bundle.Unrecorded).
+func checkFiles(dir string, referenced map[string]bool, unsealed bool) (unrecorded []string, _ error) {
 	present := map[string]bool{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -197,6 +205,10 @@ func checkFiles(dir string, referenced map[string]bool) error {
 			return nil
 		}
 		if !referenced[rel] {
+			if unsealed && (strings.HasPrefix(rel, "frames/") || strings.HasPrefix(rel, "ocr/")) {
+				unrecorded = append(unrecorded, rel)
+				return nil
+			}
 			return invalid("extra file %s: no record refers to it", rel)
 		}
 		present[rel] = true
@@ -213,7 +225,7 @@ func checkFiles(dir string, referenced map[string]bool) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var missing []string
 	for rel := range referenced {
@@ -223,9 +235,10 @@ func checkFiles(dir string, referenced map[string]bool) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return invalid("missing file %s", missing[0])
+		return nil, invalid("missing file %s", missing[0])
 	}
-	return nil
+	sort.Strings(unrecorded)
+	return unrecorded, nil
 }
 
 func (b *Bundle) checkSeal(opt VerifyOptions) error {
