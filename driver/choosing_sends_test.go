@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"image"
+	"image/color"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,6 +89,17 @@ func TestKeysGoOnlyToTheFocusedWindow(t *testing.T) {
 // it, on desk, with a claim in a new store; crossed reads the attempt's crossings.
 func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func() []gate.Boundary) {
 	t.Helper()
+	return runnerOn(t, desk, desk, readsBob{}, `{"app":"x","process":"x","window_title":"X",
+	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":30,"w":0,"h":0}},
+	 "send_page":{"region":{"x":0,"y":30,"w":0,"h":0}},"sent_item_timeout":"300ms",
+	 "choose_file":[{"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`)
+}
+
+// runnerOn is a runner for the profile on desk (whose key presses ask the store which
+// boundaries were crossed), reading with ocr, with a claim in a new store; crossed reads
+// the attempt's crossings.
+func runnerOn(t *testing.T, desk Driver, presses *sendsOnChoose, ocr vision.OCR, profile string) (r *Runner, crossed func() []gate.Boundary) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b, err := sqlite.Create(ctx, filepath.Join(dir, "s.db"), sqlite.Options{})
@@ -103,10 +115,7 @@ func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParseProfile([]byte(`{"app":"x","process":"x","window_title":"X",
-	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":30,"w":0,"h":0}},
-	 "send_page":{"region":{"x":0,"y":30,"w":0,"h":0}},"sent_item_timeout":"300ms",
-	 "choose_file":[{"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`))
+	p, err := ParseProfile([]byte(profile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +127,7 @@ func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func()
 		}
 		return a.Crossed
 	}
-	desk.atPress = crossed
+	presses.atPress = crossed
 	h := sha256.Sum256(content)
 	rec, err := evidence.Create(filepath.Join(dir, "bundle"), evidence.Manifest{Keys: []string{key.String()}, Identity: id.String(), IdentityStrength: "weak", Title: "Bob",
 		App: "x", Task: "t", Token: res.Permit.Token(), DispatchID: res.Permit.DispatchID(), ContentSHA256: hex.EncodeToString(h[:]), Size: int64(len(content)),
@@ -126,7 +135,7 @@ func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsBob{}}, Gate: s, Permit: res.Permit, Rec: rec, Profile: p,
+	return &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: ocr, Poll: 5 * time.Millisecond}, Gate: s, Permit: res.Permit, Rec: rec, Profile: p,
 		Vars: Vars{Title: "Bob", FileName: "f.txt", Size: int64(len(content))}}, crossed
 }
 
@@ -213,5 +222,69 @@ func TestHoverMovesWithoutClicking(t *testing.T) {
 	last := b.Records[len(b.Records)-1]
 	if len(last.Inputs) != 1 || last.Inputs[0].Kind != "move" {
 		t.Fatalf("the step's result records %+v; want the move", last.Inputs)
+	}
+}
+
+// typingDesk is sendsOnChoose whose typing may change nothing on the screen (keys lost,
+// or a field that already showed the name).
+type typingDesk struct {
+	*sendsOnChoose
+	typingShows bool
+	typed       bool
+}
+
+func (d *typingDesk) Type(context.Context, string) error {
+	d.typed = true
+	return nil
+}
+func (d *typingDesk) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
+	img := image.NewRGBA(r)
+	if d.typed && d.typingShows && image.Pt(50, 50).In(r) {
+		img.Set(50, 50, color.Black) // the path drawn in the field
+	}
+	return img, nil
+}
+
+// fieldShowsName reads the title as "Bob" and the location field (400 wide) as ending
+// with the file's name, whatever it shows: the name the chooser filled in.
+type fieldShowsName struct{}
+
+func (fieldShowsName) Recognize(_ context.Context, img image.Image, _ vision.Mode) ([]vision.Word, error) {
+	if img.Bounds().Dx() == 400 {
+		return []vision.Word{{Text: "f.txt", Box: image.Rect(5, 5, 45, 20), Confidence: 95}}, nil
+	}
+	return []vision.Word{{Text: "Bob", Box: image.Rect(5, 5, 40, 20), Confidence: 95}}, nil
+}
+
+// TestTypedPathMustChangeTheField: the check of the typed path (after_change) passes
+// only on a field the typing changed. When typing changes nothing there (the chooser
+// had filled in the file's name, from an earlier attempt, and the keys were lost), the
+// delivery stops before choose_file: Return is never pressed, nothing is crossed. The
+// control: the same profile where typing draws in the field delivers.
+func TestTypedPathMustChangeTheField(t *testing.T) {
+	profile := `{"app":"x","process":"x","window_title":"X",
+	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":100,"w":0,"h":0}},
+	 "send_page":{"region":{"x":0,"y":100,"w":0,"h":0}},"sent_item_timeout":"300ms",
+	 "choose_file":[
+	  {"name":"type the path","do":"type_path","class":"safe"},
+	  {"name":"check the typed path","do":"wait_text","class":"safe","text":"{{file_name}}","suffix":true,"after_change":true,"region":{"x":0,"y":40,"w":400,"h":30},"timeout":"300ms"},
+	  {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+	for _, shows := range []bool{false, true} {
+		presses := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+		desk := &typingDesk{sendsOnChoose: presses, typingShows: shows}
+		r, crossed := runnerOn(t, desk, presses, fieldShowsName{}, profile)
+		_, err := r.Deliver(context.Background())
+		if shows {
+			if err != nil || presses.keys != 1 || len(crossed()) != 2 {
+				t.Errorf("typing that shows in the field: %v, %d key(s), crossings %v; want the delivery through", err, presses.keys, crossed())
+			}
+			continue
+		}
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "changed nothing") {
+			t.Fatalf("typing that changed nothing: %v; want a stop naming it", err)
+		}
+		if presses.keys != 0 || len(crossed()) != 0 {
+			t.Fatalf("typing that changed nothing: %d key press(es), crossings %v; want none", presses.keys, crossed())
+		}
 	}
 }

@@ -263,6 +263,11 @@ type Step struct {
 	// Suffix matches a word that ends with the wanted text (a path in a location field
 	// ends with the file name).
 	Suffix bool `json:"suffix,omitempty"`
+	// AfterChange (wait_text): the text counts only in a frame whose region differs from
+	// the same region captured before the phase's last input step. A check that gates a
+	// boundary (the typed path) cannot then pass on what the field showed before the
+	// input (a name the chooser filled in, from an earlier attempt).
+	AfterChange bool `json:"after_change,omitempty"`
 	// If makes the step conditional: it runs only when this text shows (read once, no
 	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be.
 	If *Condition `json:"if,omitempty"`
@@ -401,6 +406,17 @@ func couldSubmit(s Step) string {
 //	wait_window_gone  wait until no window titled Window is viewable
 //	escape_window     while a window titled Window is viewable, activate it and press Escape
 //	escape_text       while Text shows in Region, press Escape
+//
+// inputBefore says whether one of steps sends input.
+func inputBefore(steps []Step) bool {
+	for _, s := range steps {
+		if input, _ := stepKind(s.Do); input {
+			return true
+		}
+	}
+	return false
+}
+
 func stepKind(do string) (input, ok bool) {
 	switch do {
 	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text":
@@ -544,6 +560,10 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: a %s step may not be conditional (if): a boundary is crossed every time, or the profile is wrong", where, s.Class)
 			case s.If != nil && s.If.Text == "":
 				return fmt.Errorf("%s: if.text is required", where)
+			case s.AfterChange && s.Do != "wait_text":
+				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
+			case s.AfterChange && !inputBefore(ph.steps[:i]):
+				return fmt.Errorf("%s: after_change needs an input step before it in the phase (the change is the input's)", where)
 			case ph.name == "dismiss" && s.Do != "escape_window" && s.Do != "escape_text" && !(s.Do == "key" && strings.EqualFold(s.Keys, "escape")):
 				return fmt.Errorf("%s: dismiss uses Escape only, never a click near a send control", where)
 			case ph.name == "clean" && (s.Do == "click_text" || s.Do == "click_offset"):

@@ -43,6 +43,14 @@ func TestProfileValidation(t *testing.T) {
 	if _, err := ParseProfile([]byte(base + `,"title":{"region":{"x":0,"y":0,"w":10,"h":10},"alt_preps":[{"Gray":true}]}}`)); err == nil || !strings.Contains(err.Error(), "title.alt_preps") {
 		t.Errorf("alt_preps for the title: %v, want it refused by name", err)
 	}
+	for _, tail := range []string{
+		`,"open_picker":[{"name":"x","do":"key","keys":"a","class":"safe","after_change":true}]}`,       // not a wait
+		`,"open_picker":[{"name":"x","do":"wait_text","text":"a","class":"safe","after_change":true}]}`, // no input before it
+	} {
+		if _, err := ParseProfile([]byte(base + tail)); err == nil || !strings.Contains(err.Error(), "after_change") {
+			t.Errorf("%s: %v; want it refused, naming after_change", tail, err)
+		}
+	}
 	twoSubmits := `{"app":"x","process":"x",
 	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
 	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"},{"name":"t","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`

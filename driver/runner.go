@@ -56,6 +56,8 @@ type Runner struct {
 	pressed bool // the submit step began: what follows runs even after a cancel
 	stepSeq int  // the record number of the step being acted on
 	phase   string
+	// beforeInput is the screen captured before the last input step.
+	beforeInput *image.RGBA
 }
 
 func (r *Runner) now() time.Time { return clock.Or(r.Clock)() }
@@ -434,7 +436,10 @@ func (r *Runner) run(ctx context.Context, s Step) error {
 			return err // skipped: the evidence holds the condition as read
 		}
 	}
-	before, _ := r.frame(ctx)
+	before, img := r.frame(ctx)
+	if input, _ := stepKind(s.Do); input {
+		r.beforeInput = img // what an after_change wait compares with
+	}
 	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindStep, Intent: s.Name, Class: s.Class, Before: before, Inputs: plannedInputs(s, r.Vars)}); err != nil {
 		return err
 	}
@@ -672,6 +677,13 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			return fmt.Errorf("the step searches the chat region for %q while the conversation shows: a peer's message quoting it could be clicked; refusing (narrow the profile's region to the control)", s.Text)
 		}
 		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
+		if s.AfterChange {
+			if r.beforeInput == nil {
+				return fmt.Errorf("the step waits for a change the last input made, and no frame from before an input was captured: refusing to pass it")
+			}
+			h := vision.PixelHash(vision.Crop(r.beforeInput, region))
+			anchor.Baseline = &h
+		}
 		found, err := r.Reader.WaitStable(ctx, region, anchor, r.timeout(s))
 		if found.Look.Frame != nil {
 			if h, ferr := r.Rec.Frame(found.Look.Frame); ferr == nil {

@@ -190,6 +190,9 @@ type Anchor struct {
 	// LineSuffix finds a line whose text, spaces removed, ends with Text (a path in a
 	// location field: OCR splits it into words anywhere). A trailing text cursor is ignored.
 	LineSuffix bool
+	// Baseline, when set, is the pixel hash of the region before the input the wait
+	// follows: a capture with exactly those pixels does not count, whatever it shows.
+	Baseline *uint64
 }
 
 // find looks for the anchor in words.
@@ -272,7 +275,11 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 	poll := rd.poll()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	unchanged := false // the anchor showed only in captures equal to the baseline
 	notFound := func() error {
+		if unchanged {
+			return fmt.Errorf("%w: %q showed within %v only as it did before the input: the input changed nothing there", ErrNotFound, a.Text, timeout)
+		}
 		return fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
 	}
 	var (
@@ -294,6 +301,20 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		pix := PixelHash(frame)
 		read, settled := settle.next(pix)
 		switch {
+		case a.Baseline != nil && pix == *a.Baseline:
+			// What showed before the input: it proves nothing of the input.
+			if !readAny || lastPix != pix {
+				look, _, _, ok, err := rd.readAnchor(ctx, frame, r, a)
+				if err != nil {
+					if ctx.Err() != nil {
+						return last, notFound()
+					}
+					return last, err
+				}
+				reads++
+				last, lastOK, lastPix, readAny = Found{Look: look, Looks: n, Reads: reads}, false, pix, true
+				unchanged = unchanged || ok
+			}
 		case readAny && pix == lastPix:
 			// The pixels read last time, so the same words: a found anchor is at the
 			// same position in two captures.

@@ -15,6 +15,7 @@ import (
 	"image"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/otiai10/gosseract/v2"
 	"golang.org/x/image/bmp"
@@ -24,7 +25,10 @@ import (
 
 // Client is a reusable Tesseract engine.
 type Client struct {
-	c *gosseract.Client
+	// mu is held by one recognition at a time, and by the warm-up New starts until the
+	// model is loaded (the first recognition loads it: about 0.2 s).
+	mu sync.Mutex
+	c  *gosseract.Client
 }
 
 // New makes an English engine. It fails with a clear error when the language data is
@@ -44,7 +48,15 @@ func New() (*Client, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Client{c: c}, nil
+	cl := &Client{c: c}
+	// Load the model now, in the background, while the caller opens its store and
+	// claims: the first Recognize waits for it, Close too.
+	cl.mu.Lock()
+	go func() {
+		defer cl.mu.Unlock()
+		cl.recognize(context.Background(), image.NewGray(image.Rect(0, 0, 8, 8)), vision.Sparse) // an error shows again at the first real call
+	}()
+	return cl, nil
 }
 
 // LanguageAvailable checks that Tesseract's data for lang is installed.
@@ -70,10 +82,20 @@ func LanguageAvailable(lang string) error {
 }
 
 // Close frees the engine.
-func (c *Client) Close() error { return c.c.Close() }
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Close()
+}
 
 // Recognize implements vision.OCR.
 func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recognize(ctx, img, mode)
+}
+
+func (c *Client) recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
