@@ -273,10 +273,14 @@ const unsettledReads = 3
 // the two captures. A capture whose pixels equal the frame last read is not read again.
 func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Found, error) {
 	poll := rd.poll()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	unchanged := false // the anchor showed only in captures equal to the baseline
 	notFound := func() error {
+		if err := parent.Err(); err != nil {
+			return fmt.Errorf("stopped waiting for %q: %w", a.Text, err)
+		}
 		if unchanged {
 			return fmt.Errorf("%w: %q showed within %v only as it did before the input: the input changed nothing there", ErrNotFound, a.Text, timeout)
 		}
@@ -400,9 +404,15 @@ func (rd *Reader) poll() time.Duration {
 // never reads the same pixels twice.
 func (rd *Reader) WaitGone(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Look, error) {
 	poll := rd.poll()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stillShows := func() error { return fmt.Errorf("%w: %q still shows after %v", ErrNotFound, a.Text, timeout) }
+	stillShows := func() error {
+		if err := parent.Err(); err != nil {
+			return fmt.Errorf("stopped waiting for %q to go: %w", a.Text, err)
+		}
+		return fmt.Errorf("%w: %q still shows after %v", ErrNotFound, a.Text, timeout)
+	}
 	var (
 		last    Look
 		lastPix uint64

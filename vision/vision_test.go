@@ -149,3 +149,19 @@ func TestWaitStableReadsSettledFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitStableSaysCancelled: a wait its caller cancelled says so; it does not claim
+// the text failed to appear within its timeout.
+func TestWaitStableSaysCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rd := &Reader{Screen: &scriptedScreen{tags: []byte("a")}, OCR: &taggedOCR{}, Poll: time.Millisecond}
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err := rd.WaitStable(ctx, image.Rect(0, 0, 10, 10), Anchor{Text: "Send"}, time.Minute)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("a cancelled wait: %v; want context.Canceled, not ErrNotFound", err)
+	}
+	_, err = rd.WaitGone(ctx, image.Rect(0, 0, 10, 10), Anchor{Text: "Send"}, time.Minute)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled WaitGone: %v; want context.Canceled", err)
+	}
+}

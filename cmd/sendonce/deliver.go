@@ -171,16 +171,16 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open func(c
 	if err := tesseract.LanguageAvailable("eng"); err != nil {
 		return sendonce.DeliveryResult{}, usagef("deliver: %v", err)
 	}
-	ocr, err := tesseract.New() // loads its model while the store opens and the claim runs
-	if err != nil {
-		return sendonce.DeliveryResult{}, usagef("%v", err)
-	}
-	defer ocr.Close()
 	c, err := env.open(ctx)
 	if err != nil {
 		return sendonce.DeliveryResult{}, err
 	}
 	defer c.Close()
+	ocr, err := tesseract.New()
+	if err != nil {
+		return sendonce.DeliveryResult{}, usagef("%v", err)
+	}
+	defer ocr.Close()
 	d := &sendonce.Deliverer{Client: c, OpenDesktop: open, OCR: ocr, AfterDurable: env.killpoint}
 	res, err := d.Deliver(ctx, req)
 	if res.Outcome != "" {

@@ -15,7 +15,6 @@ import (
 	"image"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/otiai10/gosseract/v2"
 	"golang.org/x/image/bmp"
@@ -25,14 +24,11 @@ import (
 
 // Client is a reusable Tesseract engine.
 type Client struct {
-	// mu is held by one recognition at a time, and by the warm-up New starts until the
-	// model is loaded (the first recognition loads it: about 0.2 s).
-	mu sync.Mutex
-	c  *gosseract.Client
+	c *gosseract.Client
 }
 
-// New makes an English engine. It fails with a clear error when the language data is
-// missing.
+// New makes an English engine, its model loaded. It fails with a clear error when the
+// language data is missing. Call it before starting work that writes to stderr.
 func New() (*Client, error) {
 	if err := LanguageAvailable("eng"); err != nil {
 		return nil, err
@@ -48,14 +44,15 @@ func New() (*Client, error) {
 		c.Close()
 		return nil, err
 	}
+	// Load the model now (about 0.2 s), not at the first Recognize: gosseract points the
+	// process's stderr at /dev/null while Tesseract initialises, so a line written
+	// there meanwhile by another goroutine (a lease warning, a server's "serving" line)
+	// would be lost. Loading it in the background, beside the caller's work, lost them.
 	cl := &Client{c: c}
-	// Load the model now, in the background, while the caller opens its store and
-	// claims: the first Recognize waits for it, Close too.
-	cl.mu.Lock()
-	go func() {
-		defer cl.mu.Unlock()
-		cl.recognize(context.Background(), image.NewGray(image.Rect(0, 0, 8, 8)), vision.Sparse) // an error shows again at the first real call
-	}()
+	if _, err := cl.Recognize(context.Background(), image.NewGray(image.Rect(0, 0, 8, 8)), vision.Sparse); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("loading Tesseract's model: %w", err)
+	}
 	return cl, nil
 }
 
@@ -82,20 +79,10 @@ func LanguageAvailable(lang string) error {
 }
 
 // Close frees the engine.
-func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.c.Close()
-}
+func (c *Client) Close() error { return c.c.Close() }
 
 // Recognize implements vision.OCR.
 func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.recognize(ctx, img, mode)
-}
-
-func (c *Client) recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
