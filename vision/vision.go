@@ -294,6 +294,14 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 		reads   int
 		settle  settling
 	)
+	read := func(frame *image.RGBA) (Look, image.Rectangle, []Word, bool, error) {
+		reads++
+		look, box, ws, ok, err := rd.readAnchor(ctx, frame, r, a)
+		if err != nil && ctx.Err() != nil {
+			err = notFound()
+		}
+		return look, box, ws, ok, err
+	}
 	for n := 1; ; n++ {
 		frame, err := rd.Screen.Capture(ctx, r)
 		if err != nil {
@@ -303,19 +311,15 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 			return last, fmt.Errorf("capturing %v: %w", r, err)
 		}
 		pix := PixelHash(frame)
-		read, settled := settle.next(pix)
+		worthReading, settled := settle.next(pix)
 		switch {
 		case a.Baseline != nil && pix == *a.Baseline:
 			// What showed before the input: it proves nothing of the input.
 			if !readAny || lastPix != pix {
-				look, _, _, ok, err := rd.readAnchor(ctx, frame, r, a)
+				look, _, _, ok, err := read(frame)
 				if err != nil {
-					if ctx.Err() != nil {
-						return last, notFound()
-					}
 					return last, err
 				}
-				reads++
 				last, lastOK, lastPix, readAny = Found{Look: look, Looks: n, Reads: reads}, false, pix, true
 				unchanged = unchanged || ok
 			}
@@ -326,14 +330,10 @@ func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, t
 			if lastOK {
 				return last, nil
 			}
-		case read:
+		case worthReading:
 			wasOK, wasBox := lastOK, last.Box
-			look, box, ws, ok, err := rd.readAnchor(ctx, frame, r, a)
-			reads++
+			look, box, ws, ok, err := read(frame)
 			if err != nil {
-				if ctx.Err() != nil {
-					return last, notFound()
-				}
 				return last, err
 			}
 			last, lastOK, lastPix, readAny = Found{Look: look, Box: box, Words: ws, Looks: n, Reads: reads}, ok, pix, true
