@@ -272,82 +272,54 @@ const unsettledReads = 3
 // one, not one of a transition). A found anchor in such a frame has held still across
 // the two captures. A capture whose pixels equal the frame last read is not read again.
 func (rd *Reader) WaitStable(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Found, error) {
-	poll := rd.poll()
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	unchanged := false // the anchor showed only in captures equal to the baseline
-	notFound := func() error {
-		if err := parent.Err(); err != nil {
-			return fmt.Errorf("stopped waiting for %q: %w", a.Text, err)
-		}
-		if unchanged {
-			return fmt.Errorf("%w: %q showed within %v only as it did before the input: the input changed nothing there", ErrNotFound, a.Text, timeout)
-		}
-		return fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
-	}
 	var (
-		last    Found  // the last frame read, with what was found in it
-		lastOK  bool   // whether the anchor was found in it
-		lastPix uint64 // its pixel hash
-		readAny bool
-		reads   int
-		settle  settling
+		last      Found  // the last frame read, with what was found in it
+		lastOK    bool   // whether the anchor was found in it
+		lastPix   uint64 // its pixel hash
+		readAny   bool
+		reads     int
+		unchanged bool // the anchor showed only in captures equal to the baseline
 	)
-	read := func(frame *image.RGBA) (Look, image.Rectangle, []Word, bool, error) {
-		reads++
-		look, box, ws, ok, err := rd.readAnchor(ctx, frame, r, a)
-		if err != nil && ctx.Err() != nil {
-			err = notFound()
-		}
-		return look, box, ws, ok, err
-	}
-	for n := 1; ; n++ {
-		frame, err := rd.Screen.Capture(ctx, r)
-		if err != nil {
-			if ctx.Err() != nil {
-				return last, notFound()
-			}
-			return last, fmt.Errorf("capturing %v: %w", r, err)
-		}
-		pix := PixelHash(frame)
-		worthReading, settled := settle.next(pix)
+	err := rd.watch(ctx, r, timeout, func(ctx context.Context, c capture) (bool, error) {
 		switch {
-		case a.Baseline != nil && pix == *a.Baseline:
+		case a.Baseline != nil && c.pix == *a.Baseline:
 			// What showed before the input: it proves nothing of the input.
-			if !readAny || lastPix != pix {
-				look, _, _, ok, err := read(frame)
+			if !readAny || lastPix != c.pix {
+				reads++
+				look, _, _, ok, err := rd.readAnchor(ctx, c.frame, r, a)
 				if err != nil {
-					return last, err
+					return false, err
 				}
-				last, lastOK, lastPix, readAny = Found{Look: look, Looks: n, Reads: reads}, false, pix, true
+				last, lastOK, lastPix, readAny = Found{Look: look, Looks: c.n, Reads: reads}, false, c.pix, true
 				unchanged = unchanged || ok
 			}
-		case readAny && pix == lastPix:
+		case readAny && c.pix == lastPix:
 			// The pixels read last time, so the same words: a found anchor is at the
 			// same position in two captures.
-			last.Look.Frame, last.Looks = frame, n
-			if lastOK {
-				return last, nil
-			}
-		case worthReading:
+			last.Look.Frame, last.Looks = c.frame, c.n
+			return lastOK, nil
+		case c.worthReading:
 			wasOK, wasBox := lastOK, last.Box
-			look, box, ws, ok, err := read(frame)
+			reads++
+			look, box, ws, ok, err := rd.readAnchor(ctx, c.frame, r, a)
 			if err != nil {
-				return last, err
+				return false, err
 			}
-			last, lastOK, lastPix, readAny = Found{Look: look, Box: box, Words: ws, Looks: n, Reads: reads}, ok, pix, true
-			if ok && (settled || (wasOK && wasBox == box)) {
-				return last, nil
-			}
+			last, lastOK, lastPix, readAny = Found{Look: look, Box: box, Words: ws, Looks: c.n, Reads: reads}, ok, c.pix, true
+			return ok && (c.settled || (wasOK && wasBox == box)), nil
 		}
-		last.Reads = reads
-		select {
-		case <-ctx.Done():
-			return last, notFound()
-		case <-time.After(poll):
-		}
+		return false, nil
+	})
+	last.Reads = reads
+	switch {
+	case errors.Is(err, errTimedOut) && unchanged:
+		return last, fmt.Errorf("%w: %q showed within %v only as it did before the input: the input changed nothing there", ErrNotFound, a.Text, timeout)
+	case errors.Is(err, errTimedOut):
+		return last, fmt.Errorf("%w: %q did not appear and hold still within %v", ErrNotFound, a.Text, timeout)
+	case err != nil && ctx.Err() != nil:
+		return last, fmt.Errorf("stopped waiting for %q: %w", a.Text, err)
 	}
+	return last, err
 }
 
 // settling tells which captures are worth reading: one whose pixels equal the capture
@@ -373,19 +345,67 @@ func (s *settling) next(pix uint64) (read, settled bool) {
 // app has stopped drawing there), or, in a region that never holds still, until
 // unsettledReads+1 captures were taken; it returns the last capture and its pixel hash.
 func (rd *Reader) CaptureSettled(ctx context.Context, r image.Rectangle) (*image.RGBA, uint64, error) {
-	var settle settling
-	for {
-		frame, err := rd.Screen.Capture(ctx, r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("capturing %v: %w", r, err)
+	var got capture
+	err := rd.watch(ctx, r, 0, func(_ context.Context, c capture) (bool, error) {
+		got = c
+		return c.worthReading, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return got.frame, got.pix, nil
+}
+
+// capture is one look watch took: its number, the frame and its pixel hash, and what
+// settling says of it.
+type capture struct {
+	n                     int
+	frame                 *image.RGBA
+	pix                   uint64
+	worthReading, settled bool
+}
+
+// errTimedOut: watch's timeout passed (the caller's context did not end).
+var errTimedOut = errors.New("timed out")
+
+// watch captures region r every poll and hands each capture to look, until look says it
+// is done (nil) or fails, or the timeout passes (errTimedOut; no timeout when 0), or ctx
+// ends (its error). An error of look's while the time is up counts as the time being up.
+func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Duration, look func(context.Context, capture) (bool, error)) error {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	ended := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		pix := PixelHash(frame)
-		if read, _ := settle.next(pix); read {
-			return frame, pix, nil
+		return errTimedOut
+	}
+	var settle settling
+	for n := 1; ; n++ {
+		frame, err := rd.Screen.Capture(wctx, r)
+		if err != nil {
+			if wctx.Err() != nil {
+				return ended()
+			}
+			return fmt.Errorf("capturing %v: %w", r, err)
+		}
+		c := capture{n: n, frame: frame, pix: PixelHash(frame)}
+		c.worthReading, c.settled = settle.next(c.pix)
+		done, err := look(wctx, c)
+		switch {
+		case err != nil && wctx.Err() != nil:
+			return ended()
+		case err != nil:
+			return err
+		case done:
+			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+		case <-wctx.Done():
+			return ended()
 		case <-time.After(rd.poll()):
 		}
 	}
@@ -403,50 +423,29 @@ func (rd *Reader) poll() time.Duration {
 // that held still for a poll (or, in a region that never does, every few captures), and
 // never reads the same pixels twice.
 func (rd *Reader) WaitGone(ctx context.Context, r image.Rectangle, a Anchor, timeout time.Duration) (Look, error) {
-	poll := rd.poll()
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stillShows := func() error {
-		if err := parent.Err(); err != nil {
-			return fmt.Errorf("stopped waiting for %q to go: %w", a.Text, err)
-		}
-		return fmt.Errorf("%w: %q still shows after %v", ErrNotFound, a.Text, timeout)
-	}
 	var (
 		last    Look
 		lastPix uint64
 		readAny bool
-		settle  settling
 	)
-	for {
-		frame, err := rd.Screen.Capture(ctx, r)
+	err := rd.watch(ctx, r, timeout, func(ctx context.Context, c capture) (bool, error) {
+		if !c.worthReading || (readAny && c.pix == lastPix) {
+			return false, nil
+		}
+		look, _, _, ok, err := rd.readAnchor(ctx, c.frame, r, a)
 		if err != nil {
-			if ctx.Err() != nil {
-				return last, stillShows()
-			}
-			return last, fmt.Errorf("capturing %v: %w", r, err)
+			return false, err
 		}
-		pix := PixelHash(frame)
-		if read, _ := settle.next(pix); read && !(readAny && pix == lastPix) {
-			look, _, _, ok, err := rd.readAnchor(ctx, frame, r, a)
-			if err != nil {
-				if ctx.Err() != nil {
-					return last, stillShows()
-				}
-				return last, err
-			}
-			last, lastPix, readAny = look, pix, true
-			if !ok {
-				return last, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return last, stillShows()
-		case <-time.After(poll):
-		}
+		last, lastPix, readAny = look, c.pix, true
+		return !ok, nil
+	})
+	switch {
+	case errors.Is(err, errTimedOut):
+		return last, fmt.Errorf("%w: %q still shows after %v", ErrNotFound, a.Text, timeout)
+	case err != nil && ctx.Err() != nil:
+		return last, fmt.Errorf("stopped waiting for %q to go: %w", a.Text, err)
 	}
+	return last, err
 }
 
 // Find reads region r once, from a capture that held still (CaptureSettled), with the
