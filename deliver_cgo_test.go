@@ -85,7 +85,7 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 }
 
 func (r *replayed) deliverer() *sendonce.Deliverer {
-	return &sendonce.Deliverer{Client: r.client, OCR: r.ocr,
+	return &sendonce.Deliverer{Client: r.client, OCR: r.drv.OCR(r.ocr),
 		OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return r.drv, func() {}, nil }}
 }
 
@@ -116,10 +116,15 @@ func TestReplayFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Deliver: %v (result %+v)", err, res)
 			}
-			if res.Outcome != r.fx.Expected {
+			switch {
+			case r.fx.Replayed != "":
+				// A check the recording predates stops the replay sooner.
+				if res.Outcome != r.fx.Replayed {
+					t.Fatalf("outcome %s; the fixture says a replay gives %s (%s)\nreasons: %v", res.Outcome, r.fx.Replayed, r.fx.ReplayedWhy, res.Reasons)
+				}
+			case res.Outcome != r.fx.Expected:
 				t.Fatalf("outcome %s; the live run recorded %s\nreasons: %v", res.Outcome, r.fx.Expected, res.Reasons)
-			}
-			if r.drv.Inputs() != len(r.fx.Inputs) {
+			case r.drv.Inputs() != len(r.fx.Inputs):
 				t.Fatalf("replayed %d of %d recorded input events", r.drv.Inputs(), len(r.fx.Inputs))
 			}
 			assertSettled(t, r.client, res)
@@ -129,6 +134,47 @@ func TestReplayFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkSkeleton(t, name, b)
+		})
+	}
+}
+
+// TestReplayedPathLosingACharacter: the replayed location field shows this run's path
+// with one character of a folder's name lost (as an app that dropped a key would), its
+// file name intact. The whole-path read-back stops the delivery before choose_file:
+// not_sent, the Return that would choose the file never sent. The control is
+// TestReplayFixtures/verified-text-file, where the same field shows the path as typed.
+func TestReplayedPathLosingACharacter(t *testing.T) {
+	for _, lose := range []string{"staging", "dispatch"} {
+		t.Run(lose, func(t *testing.T) {
+			r := newReplayed(t, "verified-text-file", sendonce.Options{})
+			os.Mkdir(r.req.Staging, 0o750)
+			os.Chmod(r.req.Staging, 0o750)
+			r.drv.Shows = func(typed string) string {
+				dir, name := filepath.Split(typed)
+				parent, dispatch := filepath.Split(strings.TrimSuffix(dir, "/"))
+				if lose == "staging" {
+					i := strings.LastIndex(parent, "staging")
+					return parent[:i] + "stging/" + dispatch + "/" + name
+				}
+				return parent + dispatch[:10] + dispatch[11:] + "/" + name
+			}
+			res, err := r.deliverer().Deliver(context.Background(), r.req)
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			choose := -1
+			for i, in := range r.fx.Inputs {
+				if in.Kind == "type" && strings.HasPrefix(in.Text, "/") {
+					choose = i + 1 // the Return after the typed path
+				}
+			}
+			if res.Outcome != string(gate.NotSent) || r.drv.Inputs() > choose {
+				t.Fatalf("outcome %s after %d inputs (the Return that chooses is input %d); want not_sent before it\nreasons: %v", res.Outcome, r.drv.Inputs(), choose+1, res.Reasons)
+			}
+			if !strings.Contains(strings.Join(res.Reasons, " "), "check the typed path") && !strings.Contains(res.Stopped, "check the typed path") {
+				t.Fatalf("stopped: %q, reasons %v; want the check of the typed path named", res.Stopped, res.Reasons)
+			}
+			assertSettled(t, r.client, res)
 		})
 	}
 }

@@ -30,7 +30,8 @@ func ExampleDeliverer_Deliver() {
 	if err != nil {
 		panic(err)
 	}
-	d := &sendonce.Deliverer{Client: c, OCR: ocr,
+	// desktop.OCR reads the recorded path as the path this run types (see replay).
+	d := &sendonce.Deliverer{Client: c, OCR: desktop.OCR(ocr),
 		OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return desktop, func() {}, nil }}
 
 	req := sendonce.DeliveryRequest{

@@ -288,3 +288,59 @@ func TestTypedPathMustChangeTheField(t *testing.T) {
 		}
 	}
 }
+
+// fieldShows reads the title as "Bob" and the location field (400 wide) as text.
+type fieldShows struct{ text string }
+
+func (f fieldShows) Recognize(_ context.Context, img image.Image, _ vision.Mode) ([]vision.Word, error) {
+	if img.Bounds().Dx() == 400 {
+		return []vision.Word{{Text: f.text, Box: image.Rect(5, 5, 395, 20), Confidence: 95}}, nil
+	}
+	return []vision.Word{{Text: "Bob", Box: image.Rect(5, 5, 40, 20), Confidence: 95}}, nil
+}
+
+// TestTypedPathReadBackInFull: the check of the typed path (whole_line) reads the whole
+// location field back. A field that shows the path with one character of a directory
+// lost (the app dropped a key) stops the delivery before choose_file, though it still
+// ends with the file's name; the control, the exact path (OCR's 0/O read for one
+// character), delivers.
+func TestTypedPathReadBackInFull(t *testing.T) {
+	const path = "/var/lib/sendonce/staging/0a1b2c3d/f.txt"
+	profile := `{"app":"x","process":"x","window_title":"X",
+	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":100,"w":0,"h":0}},
+	 "send_page":{"region":{"x":0,"y":100,"w":0,"h":0}},"sent_item_timeout":"300ms",
+	 "choose_file":[
+	  {"name":"type the path","do":"type_path","class":"safe"},
+	  {"name":"check the typed path","do":"wait_text","class":"safe","text":"{{file_path}}","whole_line":true,"after_change":true,"region":{"x":0,"y":40,"w":400,"h":30},"timeout":"300ms"},
+	  {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+	for _, tc := range []struct {
+		shows     string
+		delivered bool
+	}{
+		{"/var/lib/sendonce/staging/Oa1b2c3d/f.txt|", true},
+		{"/var/lib/sendonce/stagng/0a1b2c3d/f.txt", false},
+		{"/var/lib/sendonce/staging/0a1b2c3/f.txt", false},
+		{"ar/lib/sendonce/staging/0a1b2c3d/f.txt", false},
+	} {
+		if _, ok := vision.FindLineSuffix([]vision.Word{{Text: tc.shows}}, "f.txt", evidence.NameMatches); !ok {
+			t.Fatalf("%s does not end with the file's name: the case tests nothing the name check would not", tc.shows)
+		}
+		presses := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
+		desk := &typingDesk{sendsOnChoose: presses, typingShows: true}
+		r, crossed := runnerOn(t, desk, presses, fieldShows{tc.shows}, profile)
+		r.Vars.FilePath = path
+		_, err := r.Deliver(context.Background())
+		if tc.delivered {
+			if err != nil || presses.keys != 1 || len(crossed()) != 2 {
+				t.Errorf("the field shows %s: %v, %d key(s), crossings %v; want the delivery through", tc.shows, err, presses.keys, crossed())
+			}
+			continue
+		}
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), path) {
+			t.Errorf("the field shows %s: %v; want a stop naming the path", tc.shows, err)
+		}
+		if presses.keys != 0 || len(crossed()) != 0 {
+			t.Errorf("the field shows %s: %d key press(es), crossings %v; want none", tc.shows, presses.keys, crossed())
+		}
+	}
+}

@@ -245,7 +245,7 @@ type Step struct {
 	Crosses string `json:"crosses,omitempty"`
 
 	Keys   string      `json:"keys,omitempty"`   // key
-	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{title}})
+	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{file_path}} {{title}})
 	Window string      `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window: a title prefix
 	Region *Region     `json:"region,omitempty"` // where to look; the whole window when absent
 	Prep   vision.Prep `json:"prep"`
@@ -263,6 +263,12 @@ type Step struct {
 	// Suffix matches a word that ends with the wanted text (a path in a location field
 	// ends with the file name).
 	Suffix bool `json:"suffix,omitempty"`
+	// WholeLine (wait_text) matches a line that is the wanted text and nothing else, spaces
+	// and a trailing text cursor removed, character for character (OCR's 1/l and 0/O
+	// confusions folded): the location field read back in full before the file is chosen,
+	// "{{file_path}}", so that a character the app lost anywhere in the path stops the
+	// delivery, not only one of the file's name.
+	WholeLine bool `json:"whole_line,omitempty"`
 	// AfterChange (wait_text): the text counts only in a frame whose region differs from
 	// the same region captured before the phase's last input step. A check that gates a
 	// boundary (the typed path) cannot then pass on what the field showed before the
@@ -560,6 +566,8 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: a %s step may not be conditional (if): a boundary is crossed every time, or the profile is wrong", where, s.Class)
 			case s.If != nil && s.If.Text == "":
 				return fmt.Errorf("%s: if.text is required", where)
+			case s.WholeLine && (s.Do != "wait_text" || s.Suffix || s.Exact):
+				return fmt.Errorf("%s: whole_line is for wait_text steps, without suffix or exact", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

@@ -51,6 +51,14 @@ func TestProfileValidation(t *testing.T) {
 			t.Errorf("%s: %v; want it refused, naming after_change", tail, err)
 		}
 	}
+	for _, tail := range []string{
+		`,"open_picker":[{"name":"x","do":"wait_gone","text":"a","class":"safe","whole_line":true}]}`,               // not wait_text
+		`,"open_picker":[{"name":"x","do":"wait_text","text":"a","class":"safe","whole_line":true,"suffix":true}]}`, // both
+	} {
+		if _, err := ParseProfile([]byte(base + tail)); err == nil || !strings.Contains(err.Error(), "whole_line") {
+			t.Errorf("%s: %v; want it refused, naming whole_line", tail, err)
+		}
+	}
 	twoSubmits := `{"app":"x","process":"x",
 	 "choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],
 	 "send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"},{"name":"t","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`

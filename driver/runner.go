@@ -32,7 +32,7 @@ type Vars struct {
 }
 
 func (v Vars) expand(s string) string {
-	return strings.NewReplacer("{{address}}", v.Address, "{{title}}", v.Title, "{{file_name}}", v.FileName).Replace(s)
+	return strings.NewReplacer("{{address}}", v.Address, "{{title}}", v.Title, "{{file_name}}", v.FileName, "{{file_path}}", v.FilePath).Replace(s)
 }
 
 // Runner runs one delivery.
@@ -544,7 +544,7 @@ func (r *Runner) fromAnchor(ctx context.Context, w Window, reg Region) (image.Re
 // matcher compares OCR words with wanted words as the step asks.
 func matcher(s Step) func(got, want string) bool {
 	switch {
-	case s.Suffix, s.Confusable:
+	case s.Suffix, s.WholeLine, s.Confusable:
 		return evidence.NameMatches
 	}
 	return nil
@@ -676,7 +676,7 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 			region.Overlaps(r.Profile.Chat.Region.In(r.window.Bounds)) {
 			return fmt.Errorf("the step searches the chat region for %q while the conversation shows: a peer's message quoting it could be clicked; refusing (narrow the profile's region to the control)", s.Text)
 		}
-		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix}
+		anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix, WholeLine: s.WholeLine}
 		if s.AfterChange {
 			if r.beforeInput == nil {
 				return fmt.Errorf("the step waits for a change the last input made, and no frame from before an input was captured: refusing to pass it")

@@ -63,7 +63,7 @@ func newReplayServer(t *testing.T, fixture string) *replayServer {
 	os.Chmod(staging, 0o750)
 	rs := &replayServer{drv: drv}
 	ts := newTestServer(t, func(s *Server) {
-		s.Deliverer = &sendonce.Deliverer{Client: s.Client, OCR: ocr,
+		s.Deliverer = &sendonce.Deliverer{Client: s.Client, OCR: drv.OCR(ocr),
 			OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return drv, func() {}, nil },
 			AfterDurable: func(m string) {
 				if rs.moment != nil {

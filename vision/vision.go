@@ -48,6 +48,21 @@ type OCR interface {
 	Recognize(ctx context.Context, img image.Image, mode Mode) ([]Word, error)
 }
 
+// CharsetOCR is an OCR engine that can be told the only characters a read may give
+// (Tesseract's whitelist).
+type CharsetOCR interface {
+	RecognizeCharset(ctx context.Context, img image.Image, mode Mode, charset string) ([]Word, error)
+}
+
+// RecognizeCharset reads img with only the characters of charset, where ocr can be
+// limited so (a CharsetOCR), else as ocr reads anything; an empty charset is any.
+func RecognizeCharset(ctx context.Context, ocr OCR, img image.Image, mode Mode, charset string) ([]Word, error) {
+	if c, ok := ocr.(CharsetOCR); ok && charset != "" {
+		return c.RecognizeCharset(ctx, img, mode, charset)
+	}
+	return ocr.Recognize(ctx, img, mode)
+}
+
 // Screen captures a region of the screen.
 type Screen interface {
 	Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error)
@@ -164,8 +179,12 @@ func (rd *Reader) Read(ctx context.Context, r image.Rectangle, prep Prep, mode M
 
 // ReadFrame reads an already captured frame of region r.
 func (rd *Reader) ReadFrame(ctx context.Context, frame *image.RGBA, r image.Rectangle, prep Prep, mode Mode) (Look, error) {
+	return rd.readFrame(ctx, frame, r, prep, mode, "")
+}
+
+func (rd *Reader) readFrame(ctx context.Context, frame *image.RGBA, r image.Rectangle, prep Prep, mode Mode, charset string) (Look, error) {
 	img := prep.Apply(frame)
-	words, err := rd.OCR.Recognize(ctx, img, mode)
+	words, err := RecognizeCharset(ctx, rd.OCR, img, mode, charset)
 	if err != nil {
 		return Look{}, fmt.Errorf("reading %v: %w", r, err)
 	}
@@ -190,16 +209,41 @@ type Anchor struct {
 	// LineSuffix finds a line whose text, spaces removed, ends with Text (a path in a
 	// location field: OCR splits it into words anywhere). A trailing text cursor is ignored.
 	LineSuffix bool
+	// WholeLine finds a line whose text, spaces and a trailing text cursor removed, is
+	// Text and nothing else: a location field read back in full, character for character
+	// (as Match compares them). It is read with Text's own characters only (and a text
+	// cursor's "|"), where the engine can be limited so: OCR of a long run of hex digits
+	// otherwise reads one glyph as two ("5" as "S5") often enough to fail most reads. A
+	// character lost, added or moved still fails; one the app shows in place of another
+	// reads as the nearest of Text's own.
+	WholeLine bool
 	// Baseline, when set, is the pixel hash of the region before the input the wait
 	// follows: a capture with exactly those pixels does not count, whatever it shows.
 	Baseline *uint64
 }
 
+// charset is the characters a read of the anchor may give: with WholeLine, Text's own
+// and the text cursor's; else any.
+func (a Anchor) charset() string {
+	if !a.WholeLine {
+		return ""
+	}
+	seen := map[rune]bool{'|': true}
+	out := []rune{'|'}
+	for _, c := range a.Text {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
 // find looks for the anchor in words.
 func (a Anchor) find(words []Word) (image.Rectangle, []Word, bool) {
 	switch {
-	case a.LineSuffix:
-		l, ok := FindLineSuffix(words, a.Text, a.Match)
+	case a.LineSuffix, a.WholeLine:
+		l, ok := findJoinedLine(words, a.Text, a.Match, a.WholeLine)
 		return l.Box, l.Words, ok
 	case a.Exact:
 		l, ok := FindLine(words, a.Text)
@@ -225,6 +269,20 @@ func (a Anchor) Occurrences(words []Word) int {
 // FindLineSuffix finds a line whose text without spaces ends with text, compared by
 // match (nil: equal).
 func FindLineSuffix(words []Word, text string, match func(got, want string) bool) (Line, bool) {
+	return findJoinedLine(words, text, match, false)
+}
+
+// FindWholeLine finds a line whose text without spaces is text and nothing more,
+// compared by match (nil: equal): a path read back from a location field, where a
+// character lost or added anywhere must not pass.
+func FindWholeLine(words []Word, text string, match func(got, want string) bool) (Line, bool) {
+	return findJoinedLine(words, text, match, true)
+}
+
+// findJoinedLine compares a line's text, spaces removed (OCR splits a path into words
+// anywhere) and a trailing text cursor allowed for, with text: its end, or with whole
+// all of it.
+func findJoinedLine(words []Word, text string, match func(got, want string) bool, whole bool) (Line, bool) {
 	for _, l := range Lines(words) {
 		joined := strings.ReplaceAll(l.Text, " ", "")
 		// The text cursor after the last character reads as one of these, or not at all;
@@ -238,7 +296,7 @@ func FindLineSuffix(words []Word, text string, match func(got, want string) bool
 			candidates = append(candidates, joined[:len(joined)-2])
 		}
 		for _, c := range candidates {
-			if len(c) < len(text) {
+			if len(c) < len(text) || (whole && len(c) != len(text)) {
 				continue
 			}
 			tail := c[len(c)-len(text):]
@@ -464,7 +522,7 @@ func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rec
 	var look Look
 	for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
 		var err error
-		if look, err = rd.ReadFrame(ctx, frame, r, prep, a.Mode); err != nil {
+		if look, err = rd.readFrame(ctx, frame, r, prep, a.Mode, a.charset()); err != nil {
 			return Look{}, image.Rectangle{}, nil, false, err
 		}
 		if box, ws, ok := a.find(look.Words); ok {

@@ -65,6 +65,34 @@ func TestFindLineSuffix(t *testing.T) {
 	}
 }
 
+func TestFindWholeLine(t *testing.T) {
+	const path = "/tmp/tb/staging/4fa0c1d2/report.txt"
+	fold := func(got, want string) bool { return strings.EqualFold(got, want) } // a stand-in for the confusion folding
+	for _, tc := range []struct {
+		words []string
+		want  bool
+	}{
+		{[]string{"/tmp/tb/staging/4fa0c1d2/report.txt"}, true},
+		{[]string{"/tmp/tb/sta", "ging/4fa0", "c1d2/report.txt|"}, true}, // split by OCR, the cursor glued on
+		{[]string{"/tmp/tb/staging/4fa0c1d2/report.txt|", "|"}, true},    // the cursor read twice
+		{[]string{"/TMP/tb/staging/4fa0c1d2/report.txt"}, true},          // as match folds it
+		{[]string{"/tmp/tb/stging/4fa0c1d2/report.txt"}, false},          // a directory's character dropped
+		{[]string{"/tmp/tb/staging/4fa0c1d/report.txt"}, false},          // the dispatch's
+		{[]string{"/tmp/tb/staging/4fa0c1d22/report.txt"}, false},        // one added
+		{[]string{"x/tmp/tb/staging/4fa0c1d2/report.txt"}, false},        // something before it
+		{[]string{"mp/tb/staging/4fa0c1d2/report.txt"}, false},           // the field scrolled: its start out of view
+		{[]string{"/tmp/tb/staging/4fa0c1d2/report.tx"}, false},
+	} {
+		var ws []Word
+		for i, s := range tc.words {
+			ws = append(ws, w(s, 10+i*300, 10, 1))
+		}
+		if _, ok := FindWholeLine(ws, path, fold); ok != tc.want {
+			t.Errorf("%v is %s: %v, want %v", tc.words, path, ok, tc.want)
+		}
+	}
+}
+
 func TestPrep(t *testing.T) {
 	img := image.NewRGBA(image.Rect(100, 100, 102, 101))
 	img.Pix[0], img.Pix[1], img.Pix[2], img.Pix[3] = 255, 255, 255, 255 // white, then black

@@ -16,6 +16,7 @@ import (
 	"github.com/sendonce/sendonce/driver/replay"
 	"github.com/sendonce/sendonce/driver/x11"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/vision"
 	"github.com/sendonce/sendonce/vision/tesseract"
 )
 
@@ -96,12 +97,27 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	open := openLive
+	desk := desktop{open: openLive}
 	if f.replay != "" {
-		open = replayDesktop(&f)
+		desk = replayDesktop(&f)
 	}
-	_, err := env.deliver(ctx, f, open)
+	_, err := env.deliver(ctx, f, desk)
 	return err
+}
+
+// desktop is where a delivery acts: how it is opened, and how OCR reads it.
+type desktop struct {
+	open func(context.Context, string) (driver.Driver, func(), error)
+	// ocr wraps the OCR engine (a replay reads the recorded path as the one this run
+	// types); nil reads as the engine does.
+	ocr func(vision.OCR) vision.OCR
+}
+
+func (d desktop) reader(ocr vision.OCR) vision.OCR {
+	if d.ocr == nil {
+		return ocr
+	}
+	return d.ocr(ocr)
 }
 
 // openLive opens the X display. Screen capture reads DISPLAY, so the command sets it.
@@ -142,7 +158,7 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 		}
 		return rec, closer, nil
 	}
-	res, err := env.deliver(ctx, f, open)
+	res, err := env.deliver(ctx, f, desktop{open: open})
 	// A delivery that ended with an outcome is a fixture, whatever the outcome (a stop
 	// before any boundary, not_sent, is one too); one that ended without is not.
 	if _, notOutcome := gate.ParseOutcome(res.Outcome); rec == nil || notOutcome != nil {
@@ -163,7 +179,7 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 
 // deliver runs one delivery through the library on the desktop open gives, and prints
 // its result.
-func (env *environment) deliver(ctx context.Context, f deliverFlags, open func(context.Context, string) (driver.Driver, func(), error)) (sendonce.DeliveryResult, error) {
+func (env *environment) deliver(ctx context.Context, f deliverFlags, desk desktop) (sendonce.DeliveryResult, error) {
 	req, err := f.request(env)
 	if err != nil {
 		return sendonce.DeliveryResult{}, err
@@ -181,7 +197,7 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, open func(c
 		return sendonce.DeliveryResult{}, usagef("%v", err)
 	}
 	defer ocr.Close()
-	d := &sendonce.Deliverer{Client: c, OpenDesktop: open, OCR: ocr, AfterDurable: env.killpoint}
+	d := &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OCR: desk.reader(ocr), AfterDurable: env.killpoint}
 	res, err := d.Deliver(ctx, req)
 	if res.Outcome != "" {
 		env.print(res)
@@ -198,15 +214,15 @@ func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sen
 	if err := tesseract.LanguageAvailable("eng"); err != nil {
 		return nil, nil, usagef("mcp: %v", err)
 	}
-	open := openLive
+	desk := desktop{open: openLive}
 	if replayDir != "" {
-		open = replayDesktop(&deliverFlags{replay: replayDir})
+		desk = replayDesktop(&deliverFlags{replay: replayDir})
 	}
 	ocr, err := tesseract.New()
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
-	return &sendonce.Deliverer{Client: c, OpenDesktop: open, OCR: ocr, AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
+	return &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OCR: desk.reader(ocr), AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
 }
 
 // deliveryExit is the exit a delivery's result gives: its outcome's, or not_sent's for

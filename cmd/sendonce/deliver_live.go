@@ -2,13 +2,5 @@
 
 package main
 
-import (
-	"context"
-
-	"github.com/sendonce/sendonce/driver"
-)
-
 // replayDesktop is never reached in a release build: --replay is not a flag there.
-func replayDesktop(*deliverFlags) func(context.Context, string) (driver.Driver, func(), error) {
-	return openLive
-}
+func replayDesktop(*deliverFlags) desktop { return desktop{open: openLive} }

@@ -9,6 +9,11 @@
 //	                    recording: after each input event, the last frame and windows seen
 //	frames/<sha256>.png full-screen frames, stored once
 //	file/<name>         the delivered file's bytes
+//
+// A replayed run types other text than the recorded one where the text embeds where the
+// file was staged (the path carries the attempt's dispatch id). The frames show the
+// recorded path; an OCR engine wrapped by Driver.OCR reads it as the path this run typed,
+// so that a check of the whole path can be replayed (see Driver.OCR and Driver.Shows).
 package replay
 
 import (
@@ -26,6 +31,8 @@ import (
 	"sync"
 
 	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision"
 )
 
 // Fixture is fixture.json.
@@ -36,8 +43,12 @@ type Fixture struct {
 	DestID   string `json:"dest_id,omitempty"`
 	FileName string `json:"file_name"`
 	// Expected is the outcome the live run recorded.
-	Expected string          `json:"expected_outcome"`
-	Bounds   image.Rectangle `json:"bounds"`
+	Expected string `json:"expected_outcome"`
+	// Replayed, when set, is the outcome a replay through today's profile gives instead
+	// (the profile has gained a check the recording predates), and ReplayedWhy says why.
+	Replayed    string          `json:"replayed_outcome,omitempty"`
+	ReplayedWhy string          `json:"replayed_why,omitempty"`
+	Bounds      image.Rectangle `json:"bounds"`
 	// States[k] is what the desktop showed after k input events.
 	States []State `json:"states"`
 	Inputs []Input `json:"inputs"`
@@ -198,7 +209,16 @@ type Driver struct {
 	// focus, as a window manager keeps it, for recordings without one (see Focused).
 	activated driver.Window
 	before    map[uint32]bool
+	typed     []typing
+
+	// Shows is what the app shows of text this run typed where the recording showed
+	// its own: the text itself when nil. A test sets it to play an app that lost a key
+	// (see OCR).
+	Shows func(typed string) string
 }
+
+// typing is text typed at an input where the recording typed other text.
+type typing struct{ recorded, sent string }
 
 // New replays the fixture in dir.
 func New(dir string) (*Driver, error) {
@@ -354,7 +374,97 @@ func (d *Driver) Key(ctx context.Context, chord string) error {
 	return d.next(Input{Kind: "key", Keys: chord})
 }
 func (d *Driver) Type(ctx context.Context, text string) error {
-	return d.next(Input{Kind: "type", Text: text})
+	d.mu.Lock()
+	var recorded string
+	if d.k < len(d.fx.Inputs) {
+		recorded = d.fx.Inputs[d.k].Text
+	}
+	d.mu.Unlock()
+	if err := d.next(Input{Kind: "type", Text: text}); err != nil {
+		return err
+	}
+	if recorded != "" && recorded != text {
+		d.mu.Lock()
+		d.typed = append(d.typed, typing{recorded: recorded, sent: text})
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// OCR wraps an OCR engine for this replay: where it reads, on one line, the text the
+// recorded run typed (compared as file names are, OCR's confusions folded; OCR may split
+// it into words anywhere, and a text cursor may follow it), it reads the text this run
+// typed at that input instead (or, with Shows, what Shows makes of it), as one word over
+// the same box. Any other reading is left as OCR made it: a frame OCR misreads still
+// fails the check it would fail live.
+func (d *Driver) OCR(ocr vision.OCR) vision.OCR { return typedOCR{ocr, d} }
+
+type typedOCR struct {
+	vision.OCR
+	d *Driver
+}
+
+func (o typedOCR) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
+	return o.RecognizeCharset(ctx, img, mode, "")
+}
+
+// RecognizeCharset reads with charset and the characters of the recorded typed text
+// besides: the frame shows the recording's text, which this run's characters may not
+// all spell.
+func (o typedOCR) RecognizeCharset(ctx context.Context, img image.Image, mode vision.Mode, charset string) ([]vision.Word, error) {
+	o.d.mu.Lock()
+	typed, shows := append([]typing(nil), o.d.typed...), o.d.Shows
+	o.d.mu.Unlock()
+	if charset != "" {
+		for _, t := range typed {
+			charset += t.recorded
+		}
+	}
+	words, err := vision.RecognizeCharset(ctx, o.OCR, img, mode, charset)
+	if err != nil {
+		return words, err
+	}
+	for _, t := range typed {
+		shown := t.sent
+		if shows != nil {
+			shown = shows(t.sent)
+		}
+		words = replaceTyped(words, t.recorded, shown)
+	}
+	return words, nil
+}
+
+// replaceTyped replaces, in each line of words, the first run of consecutive words
+// that reads as recorded (and at most one character more: a text cursor) by one word
+// reading shown (and that character).
+func replaceTyped(words []vision.Word, recorded, shown string) []vision.Word {
+	var out []vision.Word
+	for _, l := range vision.Lines(words) {
+		ws := l.Words
+		for i := 0; i < len(ws); i++ {
+			joined := ""
+			for j := i; j < len(ws) && len(joined) <= len(recorded); j++ {
+				joined += ws[j].Text
+				rest := ""
+				if len(joined) == len(recorded)+1 {
+					joined, rest = joined[:len(recorded)], joined[len(recorded):]
+				}
+				if !evidence.NameMatches(joined, recorded) {
+					joined += rest
+					continue
+				}
+				w := vision.Word{Text: shown + rest, Box: ws[i].Box, Confidence: ws[i].Confidence, Line: ws[i].Line}
+				for _, x := range ws[i+1 : j+1] {
+					w.Box, w.Confidence = w.Box.Union(x.Box), min(w.Confidence, x.Confidence)
+				}
+				ws = append(append(append([]vision.Word(nil), ws[:i]...), w), ws[j+1:]...)
+				i = len(ws) // one replacement a line
+				break
+			}
+		}
+		out = append(out, ws...)
+	}
+	return out
 }
 
 // crop copies the part of img inside r, keeping screen coordinates.

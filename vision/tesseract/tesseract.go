@@ -81,6 +81,16 @@ func LanguageAvailable(lang string) error {
 // Close frees the engine.
 func (c *Client) Close() error { return c.c.Close() }
 
+// RecognizeCharset implements vision.CharsetOCR: Recognize with Tesseract's whitelist
+// set to charset for this one read.
+func (c *Client) RecognizeCharset(ctx context.Context, img image.Image, mode vision.Mode, charset string) ([]vision.Word, error) {
+	if err := c.c.SetWhitelist(charset); err != nil {
+		return nil, err
+	}
+	defer c.c.SetWhitelist("")
+	return c.Recognize(ctx, img, mode)
+}
+
 // Recognize implements vision.OCR.
 func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
 	if err := ctx.Err(); err != nil {
