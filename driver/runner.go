@@ -544,7 +544,9 @@ func (r *Runner) fromAnchor(ctx context.Context, w Window, reg Region) (image.Re
 // matcher compares OCR words with wanted words as the step asks.
 func matcher(s Step) func(got, want string) bool {
 	switch {
-	case s.Suffix, s.WholeLine, s.Confusable:
+	case s.WholeLine:
+		return evidence.PathMatches
+	case s.Suffix, s.Confusable:
 		return evidence.NameMatches
 	}
 	return nil

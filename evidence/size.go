@@ -82,6 +82,41 @@ func NameMatches(read, expected string) bool {
 	return read != "" && foldConfusables(read) == foldConfusables(expected)
 }
 
+// PathMatches reports whether a path read back by OCR, character by character, can be
+// the path typed: the same number of characters, each equal to the one typed or one OCR
+// reads in its place (1 as l I | ! i, 0 as O o D Q, 5 as S s, 8 as B s S, 2 as Z z, and
+// back). A character lost, added or moved never matches; unlike NameMatches no two
+// characters read as one ("rn" for "m").
+func PathMatches(read, typed string) bool {
+	r, t := []rune(read), []rune(typed)
+	if len(r) != len(t) {
+		return false
+	}
+	for i := range r {
+		if r[i] != t[i] && !ocrConfuses(r[i], t[i]) && !ocrConfuses(t[i], r[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ocrConfuses says whether OCR reads character want as got.
+func ocrConfuses(got, want rune) bool {
+	switch want {
+	case '1':
+		return strings.ContainsRune("lI|!i", got)
+	case '0':
+		return strings.ContainsRune("OoDQ", got)
+	case '5':
+		return strings.ContainsRune("Ss", got)
+	case '8':
+		return strings.ContainsRune("BsS", got)
+	case '2':
+		return strings.ContainsRune("Zz", got)
+	}
+	return false
+}
+
 func foldConfusables(s string) string {
 	// Fonts draw "fi" and "fl" as ligatures, which OCR reads as "fhi", "h" or splits
 	// with a space; spaces inside a name are OCR's, never the font's, for this purpose.

@@ -520,6 +520,7 @@ func (rd *Reader) Find(ctx context.Context, r image.Rectangle, a Anchor) (Found,
 // readAnchor reads a frame with the anchor's preps in turn until one finds it.
 func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rectangle, a Anchor) (Look, image.Rectangle, []Word, bool, error) {
 	var look Look
+	var seen []bool // WholeLine: which of Text's characters a reading of this frame showed in place
 	for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
 		var err error
 		if look, err = rd.readFrame(ctx, frame, r, prep, a.Mode, a.charset()); err != nil {
@@ -528,8 +529,65 @@ func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rec
 		if box, ws, ok := a.find(look.Words); ok {
 			return look, box, ws, true, nil
 		}
+		if a.WholeLine {
+			if l, ok := seenWhole(look.Words, a.Text, a.Match, &seen); ok {
+				return look, l.Box, l.Words, true, nil
+			}
+		}
 	}
 	return look, image.Rectangle{}, nil, false, nil
+}
+
+// seenWhole is the whole-line check across the readings of one frame: OCR drops a
+// narrow glyph ("1" after "7") in one preparation and reads it in another. A line
+// counts when its text (spaces and a trailing cursor removed) is text with characters
+// left out and nothing else (each character equal to text's, as match compares one
+// character, in order); the characters it shows are marked in seen, matched leftmost.
+// The line is found once every character of text has been marked by some reading. A
+// character the field itself lacks is then never marked (every reading comes from the
+// same pixels and aligns the same way), and a reading with one character more than text
+// marks nothing.
+func seenWhole(words []Word, text string, match func(got, want string) bool, seen *[]bool) (Line, bool) {
+	want := []rune(text)
+	if *seen == nil {
+		*seen = make([]bool, len(want))
+	}
+	eq := func(got, want rune) bool {
+		return got == want || (match != nil && match(string(got), string(want)))
+	}
+	for _, l := range Lines(words) {
+		joined := strings.ReplaceAll(l.Text, " ", "")
+		for _, c := range []string{joined, strings.TrimRight(joined, "|")} {
+			var at []int
+			j := 0
+			for _, g := range c {
+				for j < len(want) && !eq(g, want[j]) {
+					j++
+				}
+				if j == len(want) {
+					at = nil
+					break
+				}
+				at = append(at, j)
+				j++
+			}
+			if at == nil {
+				continue
+			}
+			for _, k := range at {
+				(*seen)[k] = true
+			}
+			all := true
+			for _, ok := range *seen {
+				all = all && ok
+			}
+			if all {
+				return l, true
+			}
+			break
+		}
+	}
+	return Line{}, false
 }
 
 // PixelHash is a fast hash of a frame's pixels (FNV-1a, 64 bits, over its rows): equal

@@ -193,3 +193,49 @@ func TestWaitStableSaysCancelled(t *testing.T) {
 		t.Fatalf("a cancelled WaitGone: %v; want context.Canceled", err)
 	}
 }
+
+// readingsByScale reads one line, a reading of its own for each preparation's scale.
+type readingsByScale map[int]string
+
+func (o readingsByScale) Recognize(_ context.Context, img image.Image, _ Mode) ([]Word, error) {
+	scale := img.Bounds().Dx() / 200
+	if text, ok := o[scale]; ok {
+		return []Word{{Text: text, Box: image.Rect(0, 0, 190*scale, 20*scale), Confidence: 90}}, nil
+	}
+	return nil, nil
+}
+
+// TestWholeLineAcrossReadings: a whole-line check passes on one frame when its readings
+// together show every character in place, each reading leaving some out (OCR drops a
+// narrow "1"), none showing one more; a character every reading lacks, as a field that
+// lost it shows, fails however many preparations read it.
+func TestWholeLineAcrossReadings(t *testing.T) {
+	const path = "/s/7c1ea51b/f.txt"
+	for _, tc := range []struct {
+		name     string
+		readings readingsByScale
+		want     bool
+		path     string // path when empty
+	}{
+		// The field lost one of "aa": every reading aligns its one "a" to the first.
+		{"one of two lost", readingsByScale{1: "/s/7c1ea1b/f.txt", 2: "/s/7cea1b/f.txt"}, false, "/s/7c1eaa1b/f.txt"},
+		{"one reading whole", readingsByScale{1: path}, true, ""},
+		{"each drops another", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7c1ea5b/f.txt"}, true, ""},
+		{"a cursor after one", readingsByScale{1: "/s/7cea51b/f.txt|", 2: "/s/7c1ea5b/f.txt|"}, true, ""},
+		{"both drop the same", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7cea51b/f.txt", 3: "/s/7cea5b/f.txt"}, false, ""},
+		{"one more, and one less", readingsByScale{1: "/s/7c1ea551b/f.txt", 2: "/s/7c1ea5b/f.txt"}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := &Reader{Screen: &scriptedScreen{tags: []byte("a")}, OCR: tc.readings, Poll: time.Millisecond}
+			want := path
+			if tc.path != "" {
+				want = tc.path
+			}
+			a := Anchor{Text: want, WholeLine: true, Mode: SingleLine, Prep: Prep{Scale: 1}, AltPreps: []Prep{{Scale: 2}, {Scale: 3}}}
+			_, err := rd.WaitStable(context.Background(), image.Rect(0, 0, 200, 30), a, 100*time.Millisecond)
+			if (err == nil) != tc.want {
+				t.Fatalf("%v: err %v; want found %v", tc.readings, err, tc.want)
+			}
+		})
+	}
+}

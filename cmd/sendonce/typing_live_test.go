@@ -1,0 +1,192 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/driver/x11"
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision"
+	"github.com/sendonce/sendonce/vision/tesseract"
+)
+
+// BenchmarkLiveTypedPathReadBack types 100 staged-looking paths (the test bed's
+// staging folder, a 32-hex dispatch folder, a file name; each a real file) into the
+// test bed's Gajim file chooser's location field, one after the other, and reads each
+// back as Gajim's profile does before choose_file (its whole_line step's preparations,
+// the path's own characters). It reports how many were read back, how many reads that
+// took, and how long a path took to type. A path not read back leaves its field's
+// capture and every reading in SENDONCE_TYPED_DIR (default: a temporary folder) for a
+// person to tell a lost key from a misread. Not in CI: BENCHMARKS.md says how it
+// was run (SENDONCE_TYPED_PATHS changes the count,
+// SENDONCE_TYPED_WITH the typist: see typePath).
+func BenchmarkLiveTypedPathReadBack(b *testing.B) {
+	bed := liveTestBed(b)
+	display, staging := bed.display(b), bed.staging(b)
+	b.Setenv("DISPLAY", display)
+	d, err := x11.Open(display)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	ocr, err := tesseract.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ocr.Close()
+	ctx := context.Background()
+	keep := os.Getenv("SENDONCE_TYPED_DIR")
+	if keep == "" {
+		keep = b.TempDir()
+	}
+	paths := 100
+	if n := os.Getenv("SENDONCE_TYPED_PATHS"); n != "" {
+		fmt.Sscan(n, &paths)
+	}
+	var check driver.Step // Gajim's profile's read-back, its preparations
+	if p, err := (driver.Profiles{}).Load("gajim"); err == nil {
+		for _, s := range p.ChooseFile {
+			if s.WholeLine {
+				check = s
+			}
+		}
+	}
+	if !check.WholeLine {
+		b.Fatal("Gajim's built-in profile has no whole_line step in choose_file")
+	}
+	chooser := openChooser(b, ctx, d)
+	defer func() {
+		d.Key(ctx, "Escape")
+		time.Sleep(300 * time.Millisecond)
+		d.Key(ctx, "Escape")
+	}()
+	region := image.Rect(chooser.Bounds.Min.X+160, chooser.Bounds.Min.Y+5, chooser.Bounds.Max.X-5, chooser.Bounds.Min.Y+45)
+	rd := &vision.Reader{Screen: d, OCR: ocr}
+	var gid int
+	if fi, err := os.Stat(staging); err == nil {
+		gid = int(fi.Sys().(*syscall.Stat_t).Gid)
+	}
+	b.ResetTimer()
+	readBack, reads := 0, 0
+	var typing time.Duration
+	for i := range paths {
+		var id [16]byte
+		rand.Read(id[:])
+		dir := filepath.Join(staging, hex.EncodeToString(id[:]))
+		path := filepath.Join(dir, fmt.Sprintf("typed-%03d.txt", i))
+		os.Mkdir(dir, 0o750)
+		os.WriteFile(path, []byte("typed\n"), 0o640)
+		os.Chown(dir, -1, gid)
+		os.Chown(path, -1, gid)
+		if err := d.Key(ctx, "ctrl+a"); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := typePath(ctx, d, path); err != nil {
+			b.Fatal(err)
+		}
+		typing += time.Since(start)
+		a := vision.Anchor{Text: path, WholeLine: true, Match: evidence.PathMatches, Mode: vision.SingleLine, Prep: check.Prep, AltPreps: check.AltPreps}
+		found, err := rd.WaitStable(ctx, region, a, 3*time.Second)
+		reads += found.Reads
+		os.RemoveAll(dir)
+		if err == nil {
+			readBack++
+			continue
+		}
+		// Keep what a person needs to tell a lost key from a misread.
+		frame, cerr := d.Capture(ctx, region)
+		if cerr != nil {
+			b.Fatal(cerr)
+		}
+		var readings []string
+		for _, p := range append([]vision.Prep{a.Prep}, a.AltPreps...) {
+			ws, _ := vision.RecognizeCharset(ctx, ocr, p.Apply(frame), vision.SingleLine, "|"+path)
+			var texts []string
+			for _, w := range ws {
+				texts = append(texts, w.Text)
+			}
+			readings = append(readings, fmt.Sprintf("%+v: %s", p, strings.Join(texts, " ")))
+		}
+		name := filepath.Join(keep, fmt.Sprintf("missed-%03d", i))
+		f, _ := os.Create(name + ".png")
+		png.Encode(f, frame)
+		f.Close()
+		os.WriteFile(name+".txt", []byte(path+"\n"+strings.Join(readings, "\n")+"\n"), 0o644)
+		b.Logf("path %d not read back: %s (readings in %s.txt)", i, path, name)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(readBack), "read-back")
+	b.ReportMetric(float64(paths), "paths")
+	b.ReportMetric(float64(reads)/float64(paths), "reads/path")
+	b.ReportMetric(typing.Seconds()*1000/float64(paths), "ms-typing/path")
+}
+
+// typePath types through the driver (robotgo), or with SENDONCE_TYPED_WITH=xdotool:MS
+// through xdotool at MS milliseconds a character (the rate the anchor script types at,
+// to measure what the location field accepts at it).
+func typePath(ctx context.Context, d *x11.Desktop, path string) error {
+	with := os.Getenv("SENDONCE_TYPED_WITH")
+	if with == "" {
+		return d.Type(ctx, path)
+	}
+	ms, ok := strings.CutPrefix(with, "xdotool:")
+	if !ok {
+		return fmt.Errorf("SENDONCE_TYPED_WITH=%s: want xdotool:MS", with)
+	}
+	return exec.CommandContext(ctx, "xdotool", "type", "--delay", ms, "--", path).Run()
+}
+
+// openChooser opens the test bed Gajim's file chooser on the open conversation's send
+// page, with its location field showing, and returns the chooser's window.
+func openChooser(b *testing.B, ctx context.Context, d *x11.Desktop) driver.Window {
+	b.Helper()
+	ws, err := d.Windows(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var app *driver.Window
+	for i := range ws {
+		if ws[i].Title == "Gajim" && ws[i].Viewable {
+			app = &ws[i]
+		}
+	}
+	if app == nil {
+		b.Fatal("no Gajim window on the test bed's display")
+	}
+	if err := d.Activate(ctx, *app); err != nil {
+		b.Fatal(err)
+	}
+	d.Key(ctx, "ctrl+shift+u")
+	time.Sleep(700 * time.Millisecond)
+	d.Click(ctx, image.Pt(849, 599)) // Add Files… (the anchor script's position)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ws, _ := d.Windows(ctx)
+		for _, w := range ws {
+			if strings.HasPrefix(w.Title, "Choose File to Send") && w.Viewable {
+				time.Sleep(300 * time.Millisecond)
+				if err := d.Key(ctx, "ctrl+l"); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond)
+				return w
+			}
+		}
+	}
+	b.Fatal("the file chooser did not open (is a conversation open in the test bed's Gajim?)")
+	return driver.Window{}
+}
