@@ -84,8 +84,8 @@ func NameMatches(read, expected string) bool {
 
 // PathMatches reports whether a path read back by OCR, character by character, can be
 // the path typed: the same number of characters, each equal to the one typed or one OCR
-// reads in its place (1 as l I | ! i, 0 as O o D Q, 5 as S s, 8 as B s S, 2 as Z z, and
-// back). A character lost, added or moved never matches; unlike NameMatches no two
+// reads in its place (1 as l I | ! i, 0 as O o D Q, 5 as S s, 8 as B s S, 2 as Z z, c
+// as e, and back). A character lost, added or moved never matches; unlike NameMatches no two
 // characters read as one ("rn" for "m").
 func PathMatches(read, typed string) bool {
 	r, t := []rune(read), []rune(typed)
@@ -113,6 +113,8 @@ func ocrConfuses(got, want rune) bool {
 		return strings.ContainsRune("BsS", got)
 	case '2':
 		return strings.ContainsRune("Zz", got)
+	case 'c':
+		return got == 'e'
 	}
 	return false
 }

@@ -222,8 +222,9 @@ func TestWholeLineAcrossReadings(t *testing.T) {
 		{"one reading whole", readingsByScale{1: path}, true, ""},
 		{"each drops another", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7c1ea5b/f.txt"}, true, ""},
 		{"a cursor after one", readingsByScale{1: "/s/7cea51b/f.txt|", 2: "/s/7c1ea5b/f.txt|"}, true, ""},
-		{"both drop the same", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7cea51b/f.txt", 3: "/s/7cea5b/f.txt"}, false, ""},
-		{"one more, and one less", readingsByScale{1: "/s/7c1ea551b/f.txt", 2: "/s/7c1ea5b/f.txt"}, false, ""},
+		{"both drop the same", readingsByScale{1: "/s/7c1a51b/f.txt", 2: "/s/7c1a51b/f.txt", 3: "/s/7c1a5b/f.txt"}, false, ""},
+		{"no reading shows the 1", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7cea51b/f.txt"}, false, ""},
+		{"one more, and one less", readingsByScale{1: "/s/7c1ea551b/f.txt", 2: "/s/7c1ea1b/f.txt"}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rd := &Reader{Screen: &scriptedScreen{tags: []byte("a")}, OCR: tc.readings, Poll: time.Millisecond}

@@ -5,7 +5,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -52,31 +51,6 @@ func TestGoldenDeliver(t *testing.T) {
 	deliver("deliver-consumed", 3, dir, file, "--dest-id", "xmpp:bob@localhost")
 	dir, file = fixture("wrong-title")
 	deliver("deliver-not-sent", 8, dir, file)
-	// Recorded when Gajim's profile checked only the typed path's file name (the field
-	// shows the end of this long path only, so today's profile stops before choose_file):
-	// replayed through that profile, the unreadable send page leaves the result unknown.
-	nameCheck(t, filepath.Join(g.work, ".config", "sendonce", "profiles"))
 	dir, file = fixture("name-unreadable-on-send-page")
-	deliver("deliver-unknown", 7, dir, file, "--app", "gajim-name-check")
-}
-
-// nameCheck writes into dir the profile "gajim-name-check": Gajim's, checking the typed
-// path's file name only, as it did when some fixtures were recorded.
-func nameCheck(t *testing.T, dir string) {
-	t.Helper()
-	b, err := os.ReadFile("../../driver/profiles/gajim.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(b), `"app": "gajim"`, `"app": "gajim-name-check"`, 1)
-	text = strings.Replace(text, `"text": "{{file_path}}", "whole_line": true`, `"text": "{{file_name}}", "suffix": true`, 1)
-	if !strings.Contains(text, `"suffix": true`) || !strings.Contains(text, "gajim-name-check") {
-		t.Fatal("gajim.json no longer has the step nameCheck rewrites")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "gajim-name-check.json"), []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	deliver("deliver-unknown", 7, dir, file)
 }

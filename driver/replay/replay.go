@@ -43,12 +43,8 @@ type Fixture struct {
 	DestID   string `json:"dest_id,omitempty"`
 	FileName string `json:"file_name"`
 	// Expected is the outcome the live run recorded.
-	Expected string `json:"expected_outcome"`
-	// Replayed, when set, is the outcome a replay through today's profile gives instead
-	// (the profile has gained a check the recording predates), and ReplayedWhy says why.
-	Replayed    string          `json:"replayed_outcome,omitempty"`
-	ReplayedWhy string          `json:"replayed_why,omitempty"`
-	Bounds      image.Rectangle `json:"bounds"`
+	Expected string          `json:"expected_outcome"`
+	Bounds   image.Rectangle `json:"bounds"`
 	// States[k] is what the desktop showed after k input events.
 	States []State `json:"states"`
 	Inputs []Input `json:"inputs"`
