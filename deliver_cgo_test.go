@@ -180,8 +180,10 @@ func TestReplayedPathReadBack(t *testing.T) {
 			r.req.App = "gajim-whole-path"
 			os.Mkdir(r.req.Staging, 0o750)
 			os.Chmod(r.req.Staging, 0o750)
+			shown := 0
 			if tc.lose != "" {
 				r.drv.Shows = func(typed string) string {
+					shown++
 					dir, name := filepath.Split(typed)
 					parent, dispatch := filepath.Split(strings.TrimSuffix(dir, "/"))
 					if tc.lose == "staging" {
@@ -207,6 +209,9 @@ func TestReplayedPathReadBack(t *testing.T) {
 				if in.Kind == "type" && strings.HasPrefix(in.Text, "/") {
 					choose = i + 1 // the Return after the typed path
 				}
+			}
+			if shown == 0 {
+				t.Fatal("the field never showed the path with a character lost: the stop proves nothing of the check")
 			}
 			if r.drv.Inputs() > choose || !strings.Contains(res.Stopped, "check the typed path") {
 				t.Fatalf("stopped after %d inputs (the Return that chooses is input %d): %q; want a stop at the check of the typed path, before it", r.drv.Inputs(), choose+1, res.Stopped)

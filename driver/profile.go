@@ -264,8 +264,8 @@ type Step struct {
 	// ends with the file name).
 	Suffix bool `json:"suffix,omitempty"`
 	// WholeLine (wait_text) matches a line that is the wanted text and nothing else, spaces
-	// and a trailing text cursor removed, character for character (OCR's 1/l and 0/O
-	// confusions folded): the location field read back in full before the file is chosen,
+	// and a trailing text cursor removed, character for character (as evidence.PathMatches
+	// compares them): the location field read back in full before the file is chosen,
 	// "{{file_path}}", so that a character the app lost anywhere in the path stops the
 	// delivery, not only one of the file's name.
 	WholeLine bool `json:"whole_line,omitempty"`

@@ -51,3 +51,23 @@ func FuzzParseDisplayedSize(f *testing.F) {
 		}
 	})
 }
+
+func TestPathMatches(t *testing.T) {
+	for _, tc := range []struct {
+		read, typed string
+		want        bool
+	}{
+		{"/tmp/a/0f8c/x.txt", "/tmp/a/0f8c/x.txt", true},
+		{"/tmp/a/Ofsc/x.txt", "/tmp/a/0f8c/x.txt", true}, // O for 0, s for 8
+		{"/tmp/a/0f8e/x.txt", "/tmp/a/0f8c/x.txt", true}, // e for c
+		{"/tmp/a/0f8/x.txt", "/tmp/a/0f8c/x.txt", false}, // one lost
+		{"/tmp/a/0f8cc/x.txt", "/tmp/a/0f8c/x.txt", false},
+		{"/tmp/a/f08c/x.txt", "/tmp/a/0f8c/x.txt", false}, // two swapped
+		{"/tmp/a/0f8c/x.txt", "/tmp/a/0f8c/y.txt", false},
+		{"/tmp/a/m/x.txt", "/tmp/a/rn/x.txt", false}, // two read as one: NameMatches folds it, a path may not
+	} {
+		if got := PathMatches(tc.read, tc.typed); got != tc.want {
+			t.Errorf("PathMatches(%q, %q) = %v, want %v", tc.read, tc.typed, got, tc.want)
+		}
+	}
+}

@@ -285,6 +285,15 @@ func FindWholeLine(words []Word, text string, match func(got, want string) bool)
 func findJoinedLine(words []Word, text string, match func(got, want string) bool, whole bool) (Line, bool) {
 	for _, l := range Lines(words) {
 		joined := strings.ReplaceAll(l.Text, " ", "")
+		if whole {
+			// Read with the text's own characters and "|" (Anchor.charset), the cursor
+			// reads as "|" or not at all; any other last character is the field's.
+			c := withoutCursor(joined)
+			if len(c) == len(text) && (c == text || (match != nil && match(c, text))) {
+				return l, true
+			}
+			continue
+		}
 		// The text cursor after the last character reads as one of these, or not at all;
 		// or as "|" twice: glued to the name and again as a word of its own (seen live
 		// in Psi+'s file field while the machine was loaded).
@@ -296,7 +305,7 @@ func findJoinedLine(words []Word, text string, match func(got, want string) bool
 			candidates = append(candidates, joined[:len(joined)-2])
 		}
 		for _, c := range candidates {
-			if len(c) < len(text) || (whole && len(c) != len(text)) {
+			if len(c) < len(text) {
 				continue
 			}
 			tail := c[len(c)-len(text):]
@@ -306,6 +315,16 @@ func findJoinedLine(words []Word, text string, match func(got, want string) bool
 		}
 	}
 	return Line{}, false
+}
+
+// withoutCursor is a whole line's text without the text cursor after it: one "|", or
+// two (glued to the text and again as a word of its own). A last character that was
+// the text's own and read as "|" is lost with it, and the line then does not match.
+func withoutCursor(joined string) string {
+	for range 2 {
+		joined = strings.TrimSuffix(joined, "|")
+	}
+	return joined
 }
 
 // Found is an anchor found and held still.
@@ -540,13 +559,14 @@ func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rec
 
 // seenWhole is the whole-line check across the readings of one frame: OCR drops a
 // narrow glyph ("1" after "7") in one preparation and reads it in another. A line
-// counts when its text (spaces and a trailing cursor removed) is text with characters
-// left out and nothing else (each character equal to text's, as match compares one
-// character, in order); the characters it shows are marked in seen, matched leftmost.
-// The line is found once every character of text has been marked by some reading. A
-// character the field itself lacks is then never marked (every reading comes from the
-// same pixels and aligns the same way), and a reading with one character more than text
-// marks nothing.
+// counts when its text (spaces and the cursor removed) is text with characters left out
+// and nothing else (each character equal to text's, as match compares one character, in
+// order). Of its characters, those that fall on the same character of text however the
+// left-out ones are placed (the leftmost and the rightmost placement agree) mark that
+// character in seen; the line is found once every character of text is marked. A
+// character the field lacks is never marked: each reading of the field fits text with
+// that character skipped, so none is forced onto it. A reading with one character more
+// than text marks nothing.
 func seenWhole(words []Word, text string, match func(got, want string) bool, seen *[]bool) (Line, bool) {
 	want := []rune(text)
 	if *seen == nil {
@@ -556,35 +576,35 @@ func seenWhole(words []Word, text string, match func(got, want string) bool, see
 		return got == want || (match != nil && match(string(got), string(want)))
 	}
 	for _, l := range Lines(words) {
-		joined := strings.ReplaceAll(l.Text, " ", "")
-		for _, c := range []string{joined, strings.TrimRight(joined, "|")} {
-			var at []int
-			j := 0
-			for _, g := range c {
-				for j < len(want) && !eq(g, want[j]) {
-					j++
-				}
-				if j == len(want) {
-					at = nil
-					break
-				}
-				at = append(at, j)
+		got := []rune(withoutCursor(strings.ReplaceAll(l.Text, " ", "")))
+		left, right := make([]int, len(got)), make([]int, len(got))
+		fits := len(got) > 0 && len(got) <= len(want)
+		for i, j := 0, 0; fits && i < len(got); i, j = i+1, j+1 {
+			for j < len(want) && !eq(got[i], want[j]) {
 				j++
 			}
-			if at == nil {
-				continue
+			fits, left[i] = j < len(want), j
+		}
+		for i, j := len(got)-1, len(want)-1; fits && i >= 0; i, j = i-1, j-1 {
+			for j >= 0 && !eq(got[i], want[j]) {
+				j--
 			}
-			for _, k := range at {
-				(*seen)[k] = true
+			fits, right[i] = j >= 0, j
+		}
+		if !fits {
+			continue
+		}
+		for i := range got {
+			if left[i] == right[i] {
+				(*seen)[left[i]] = true
 			}
-			all := true
-			for _, ok := range *seen {
-				all = all && ok
-			}
-			if all {
-				return l, true
-			}
-			break
+		}
+		all := true
+		for _, ok := range *seen {
+			all = all && ok
+		}
+		if all {
+			return l, true
 		}
 	}
 	return Line{}, false

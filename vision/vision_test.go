@@ -91,6 +91,14 @@ func TestFindWholeLine(t *testing.T) {
 			t.Errorf("%v is %s: %v, want %v", tc.words, path, ok, tc.want)
 		}
 	}
+	// A last character the cursor could be read as is the field's: a repeated "l" is not
+	// a cursor, and a lost last "1" is not a "1" read as the cursor's "|".
+	oneIsBar := func(got, want string) bool { return strings.ReplaceAll(got, "|", "1") == want }
+	for _, tc := range [][2]string{{"/a/notes.xmll", "/a/notes.xml"}, {"/a/part|", "/a/part1"}} {
+		if _, ok := FindWholeLine([]Word{w(tc[0], 10, 10, 1)}, tc[1], oneIsBar); ok {
+			t.Errorf("%s read as %s", tc[0], tc[1])
+		}
+	}
 }
 
 func TestPrep(t *testing.T) {
@@ -224,6 +232,10 @@ func TestWholeLineAcrossReadings(t *testing.T) {
 		{"a cursor after one", readingsByScale{1: "/s/7cea51b/f.txt|", 2: "/s/7c1ea5b/f.txt|"}, true, ""},
 		{"both drop the same", readingsByScale{1: "/s/7c1a51b/f.txt", 2: "/s/7c1a51b/f.txt", 3: "/s/7c1a5b/f.txt"}, false, ""},
 		{"no reading shows the 1", readingsByScale{1: "/s/7cea51b/f.txt", 2: "/s/7cea51b/f.txt"}, false, ""},
+		// The field lost the first "2" of "c12d2"; a reading that leaves the "d" out fits
+		// its "2" either there or after the "d": placed nowhere for certain, it marks nothing.
+		{"a reading that could fill the gap", readingsByScale{1: "/t/4fa0c1d2/r.txt", 2: "/t/4fa0c12/r.txt"}, false, "/t/4fa0c12d2/r.txt"},
+		{"a narrow glyph left out beside its twin", readingsByScale{1: "/s/15/f.txt", 2: "/s/5/f.txt"}, false, "/s/515/f.txt"},
 		{"one more, and one less", readingsByScale{1: "/s/7c1ea551b/f.txt", 2: "/s/7c1ea1b/f.txt"}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

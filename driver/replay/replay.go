@@ -388,7 +388,8 @@ func (d *Driver) Type(ctx context.Context, text string) error {
 }
 
 // OCR wraps an OCR engine for this replay: where it reads, on one line, the text the
-// recorded run typed (compared as file names are, OCR's confusions folded; OCR may split
+// recorded run typed (character by character, as evidence.PathMatches compares a path
+// read back: a misread the live check rejects is not replaced; OCR may split
 // it into words anywhere, and a text cursor may follow it), it reads the text this run
 // typed at that input instead (or, with Shows, what Shows makes of it), as one word over
 // the same box. Any other reading is left as OCR made it: a frame OCR misreads still
@@ -445,7 +446,7 @@ func replaceTyped(words []vision.Word, recorded, shown string) []vision.Word {
 				if len(joined) == len(recorded)+1 {
 					joined, rest = joined[:len(recorded)], joined[len(recorded):]
 				}
-				if !evidence.NameMatches(joined, recorded) {
+				if !evidence.PathMatches(joined, recorded) {
 					joined += rest
 					continue
 				}

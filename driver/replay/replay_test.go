@@ -35,4 +35,10 @@ func TestReplaceTyped(t *testing.T) {
 			t.Errorf("%q reads as %q; want %q", tc.read, strings.Join(got, " "), tc.want)
 		}
 	}
+	// "m" for "rn": a file name's match folds it, the live read-back does not, so the
+	// replay does not replace it either.
+	ws := []vision.Word{{Text: "/tmp/a/m/x.txt", Box: image.Rect(10, 5, 90, 20), Line: 1}}
+	if got := replaceTyped(ws, "/tmp/a/rn/x.txt", shown); got[0].Text != "/tmp/a/m/x.txt" {
+		t.Errorf("a misread the live check rejects was replaced: %q", got[0].Text)
+	}
 }
