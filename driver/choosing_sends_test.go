@@ -256,19 +256,25 @@ func (fieldShowsName) Recognize(_ context.Context, img image.Image, _ vision.Mod
 	return []vision.Word{{Text: "Bob", Box: image.Rect(5, 5, 40, 20), Confidence: 95}}, nil
 }
 
+// typedPathProfile is an app whose choosing of the file sends it: type the path, check
+// it (how: match, the check's text and matching fields), press Return.
+func typedPathProfile(match string) string {
+	return `{"app":"x","process":"x","window_title":"X",
+	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":100,"w":0,"h":0}},
+	 "send_page":{"region":{"x":0,"y":100,"w":0,"h":0}},"sent_item_timeout":"300ms",
+	 "choose_file":[
+	  {"name":"type the path","do":"type_path","class":"safe"},
+	  {"name":"check the typed path","do":"wait_text","class":"safe",` + match + `,"after_change":true,"region":{"x":0,"y":40,"w":400,"h":30},"timeout":"300ms"},
+	  {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+}
+
 // TestTypedPathMustChangeTheField: the check of the typed path (after_change) passes
 // only on a field the typing changed. When typing changes nothing there (the chooser
 // had filled in the file's name, from an earlier attempt, and the keys were lost), the
 // delivery stops before choose_file: Return is never pressed, nothing is crossed. The
 // control: the same profile where typing draws in the field delivers.
 func TestTypedPathMustChangeTheField(t *testing.T) {
-	profile := `{"app":"x","process":"x","window_title":"X",
-	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":100,"w":0,"h":0}},
-	 "send_page":{"region":{"x":0,"y":100,"w":0,"h":0}},"sent_item_timeout":"300ms",
-	 "choose_file":[
-	  {"name":"type the path","do":"type_path","class":"safe"},
-	  {"name":"check the typed path","do":"wait_text","class":"safe","text":"{{file_name}}","suffix":true,"after_change":true,"region":{"x":0,"y":40,"w":400,"h":30},"timeout":"300ms"},
-	  {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+	profile := typedPathProfile(`"text":"{{file_name}}","suffix":true`)
 	for _, shows := range []bool{false, true} {
 		presses := &sendsOnChoose{windowsOnly: windowsOnly{ws: []Window{{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)}}}}
 		desk := &typingDesk{sendsOnChoose: presses, typingShows: shows}
@@ -306,13 +312,7 @@ func (f fieldShows) Recognize(_ context.Context, img image.Image, _ vision.Mode)
 // character), delivers.
 func TestTypedPathReadBackInFull(t *testing.T) {
 	const path = "/var/lib/sendonce/staging/0a1b2c3d/f.txt"
-	profile := `{"app":"x","process":"x","window_title":"X",
-	 "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":100,"w":0,"h":0}},
-	 "send_page":{"region":{"x":0,"y":100,"w":0,"h":0}},"sent_item_timeout":"300ms",
-	 "choose_file":[
-	  {"name":"type the path","do":"type_path","class":"safe"},
-	  {"name":"check the typed path","do":"wait_text","class":"safe","text":"{{file_path}}","whole_line":true,"after_change":true,"region":{"x":0,"y":40,"w":400,"h":30},"timeout":"300ms"},
-	  {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+	profile := typedPathProfile(`"text":"{{file_path}}","whole_line":true`)
 	for _, tc := range []struct {
 		shows     string
 		delivered bool

@@ -540,9 +540,10 @@ func (rd *Reader) Find(ctx context.Context, r image.Rectangle, a Anchor) (Found,
 func (rd *Reader) readAnchor(ctx context.Context, frame *image.RGBA, r image.Rectangle, a Anchor) (Look, image.Rectangle, []Word, bool, error) {
 	var look Look
 	var seen []bool // WholeLine: which of Text's characters a reading of this frame showed in place
+	charset := a.charset()
 	for _, prep := range append([]Prep{a.Prep}, a.AltPreps...) {
 		var err error
-		if look, err = rd.readFrame(ctx, frame, r, prep, a.Mode, a.charset()); err != nil {
+		if look, err = rd.readFrame(ctx, frame, r, prep, a.Mode, charset); err != nil {
 			return Look{}, image.Rectangle{}, nil, false, err
 		}
 		if box, ws, ok := a.find(look.Words); ok {
