@@ -242,6 +242,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if req.DryRun {
 		return d.dryRun(ctx, runner, rec, out)
 	}
+	var ask *providerAsk
+	if d.providerWanted(req) {
+		// The provider is asked from the moment the look for the sent item begins,
+		// beside it: a confirmation spares the look its settle (see driver.Runner.Witness).
+		runner.Witness = func() <-chan struct{} {
+			ask = d.startAsking(ctx, req, rec, permit, keys[0], snap, in.profile.SentItemWait())
+			return ask.confirmed
+		}
+	}
 	// Both leases are renewed while the delivery runs; a refused renewal (fenced,
 	// expired) stops it at once, and a paused process renews nothing.
 	runCtx, stopRenewing := context.WithCancel(ctx)
@@ -264,9 +273,10 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if res.Crossed && d.providerWanted(req) {
 		// After a crossing the provider is asked even when the caller gave up: its
 		// answer is what can still settle the outcome.
-		pctx, cancel := detached(ctx)
-		objectID = d.askProvider(pctx, req, rec, permit, keys[0], snap)
-		cancel()
+		if ask == nil { // crossed, and stopped before the look began
+			ask = d.startAsking(ctx, req, rec, permit, keys[0], snap, in.profile.SentItemWait())
+		}
+		objectID = ask.result()
 	}
 	res2, err := d.finish(ctx, permit, rec, out, objectID)
 	if o := gate.Outcome(res2.Outcome); err == nil && o != gate.SendStatusUnknown {
@@ -371,10 +381,49 @@ func (d *Deliverer) providerWanted(req DeliveryRequest) bool {
 	return registry.Configured(id.Namespace(), req.ProviderConfig, d.Client.getenv)
 }
 
-// askProvider looks the dispatch up right after the send (a few tries while the server
-// stores it) and writes the answer into the evidence, bound to this dispatch. It returns
-// the confirming object's id, if any.
-func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot) string {
+// providerAsk is a provider lookup that runs beside the look for the sent item.
+type providerAsk struct {
+	confirmed chan struct{} // closed when the provider confirmed this dispatch
+	lookEnded chan struct{} // closed by result: the screen has stopped looking
+	objectID  chan string   // the confirming object's id, "" when none; sent once
+}
+
+// While the screen still looks, the provider is asked again askFirst after its first
+// answer, then less and less often, up to askMost apart.
+const (
+	askFirst = 250 * time.Millisecond
+	askMost  = 2 * time.Second
+)
+
+// startAsking starts asking the provider about this dispatch, on a context of its own:
+// after a crossing the answer is wanted even when the caller gave up.
+func (d *Deliverer) startAsking(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot, look time.Duration) *providerAsk {
+	a := &providerAsk{confirmed: make(chan struct{}), lookEnded: make(chan struct{}), objectID: make(chan string, 1)}
+	go func() {
+		// It may run as long as the look, and then as long as it could before it ran
+		// beside the look.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), look+finalReadMargin+detachedTimeout)
+		defer cancel()
+		a.objectID <- d.askProvider(pctx, req, rec, permit, key, snap, a.lookEnded, a.confirmed)
+	}()
+	return a
+}
+
+// result tells the lookup the screen has stopped looking and waits for its answer.
+func (a *providerAsk) result() string {
+	close(a.lookEnded)
+	return <-a.objectID
+}
+
+// finalReadMargin is what a look for the sent item may take beyond its timeout (its
+// last read).
+const finalReadMargin = 10 * time.Second
+
+// askProvider asks the provider until it picks an object for this dispatch (while the
+// server stores it, and the screen looks), closing confirmed if that object confirms
+// it. It writes the last answer into the evidence, bound to this dispatch, and returns
+// the confirming object's id ("" when none).
+func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot, lookEnded <-chan struct{}, confirmed chan<- struct{}) string {
 	c := d.Client
 	ns := key.Identity().Namespace()
 	p, err := registry.Open(ns, req.ProviderConfig, c.getenv)
@@ -391,12 +440,25 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	dispatch := provider.Dispatch{DispatchID: permit.DispatchID(), Destination: key.Identity().String(),
 		FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: from, Until: until}
 	var v provider.Verdict
-	for try := 0; try < 4; try++ {
+	// While the screen is still looking, the provider is asked again after askFirst,
+	// then at twice the interval each time up to askMost; once the look has ended, four
+	// more times a second apart (as it was asked before it ran beside the look): it is
+	// never asked less.
+	interval := askFirst
+	for after := 0; after < 4; {
 		if v = provider.Ask(ctx, p, dispatch, c.store); v.Pick != nil {
 			break
 		}
-		if sleep(ctx, time.Second) != nil {
-			break
+		select {
+		case <-lookEnded:
+			after++
+			if after < 4 && sleep(ctx, time.Second) != nil {
+				after = 4
+			}
+		case <-time.After(interval):
+			interval = min(2*interval, askMost)
+		case <-ctx.Done():
+			after = 4
 		}
 	}
 	l := &evidence.Lookup{Provider: ns, DispatchID: dispatch.DispatchID, Result: string(v.Answer.Result), Authoritative: v.Answer.Authoritative}
@@ -407,6 +469,8 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	}
 	if _, err := rec.Append(evidence.Record{Kind: evidence.KindLookup, Intent: "ask the provider", Lookup: l}); err != nil {
 		c.warn("writing the lookup to the evidence", err, Event{DispatchID: dispatch.DispatchID})
+	} else if v.Confirm != nil {
+		close(confirmed) // recorded first: the look may end on it
 	}
 	c.info("provider lookup", Event{DispatchID: dispatch.DispatchID, Detail: l.Result + " " + l.ObjectID})
 	if v.Confirm != nil {

@@ -183,7 +183,11 @@ func (o *splitNameOCR) Recognize(_ context.Context, img image.Image, _ vision.Mo
 // name is read again, on the same capture, with the profile's other preparations, and
 // the item counts; the second look, the profile's settle later, sees the same pixels and
 // is not read by OCR again, and both looks are recorded a settle apart.
-func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
+// sentItemRunner is a runner at the look for the sent item: Gajim's profile, a chat
+// showing report.txt (17 bytes) as ours and finished, read by splitNameOCR, recorded in
+// a bundle in dir.
+func sentItemRunner(t *testing.T) (*Runner, *splitNameOCR, string) {
+	t.Helper()
 	p, err := LoadProfile("gajim")
 	if err != nil {
 		t.Fatal(err)
@@ -210,13 +214,12 @@ func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
 	r := &Runner{Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: ocr, Poll: time.Millisecond}, Rec: rec, Profile: p,
 		Vars: Vars{Title: "Bob", FileName: "report.txt", Size: 17}}
 	r.window = win
-	if err := r.lookForSentItem(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if ocr.reads[2] != 1 || ocr.reads[1] != 1 {
-		t.Errorf("chat reads by scale %v; want one at 2x (split the name), one at 1x (read it), none for the look a settle later", ocr.reads)
-	}
-	rec.Close()
+	return r, ocr, dir
+}
+
+// looksAfterSend verifies the bundle in dir and returns its reads of the chat after send.
+func looksAfterSend(t *testing.T, dir string) []evidence.Record {
+	t.Helper()
 	b, err := evidence.Verify(dir, evidence.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +230,59 @@ func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
 			looks = append(looks, rc)
 		}
 	}
+	return looks
+}
+
+// TestWitnessEndsTheLook: when the other witness (the provider, in a delivery)
+// confirms, the look for the sent item ends with the read it is at, recorded, instead
+// of waiting the settle for a second; a witness that never confirms changes nothing.
+// Either way it is asked once, as the look begins.
+func TestWitnessEndsTheLook(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		confirm bool
+		looks   int
+	}{{"confirms", true, 1}, {"never confirms", false, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, dir := sentItemRunner(t)
+			asked := 0
+			r.Witness = func() <-chan struct{} {
+				asked++
+				c := make(chan struct{})
+				if tc.confirm {
+					close(c)
+				}
+				return c
+			}
+			if err := r.lookForSentItem(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			r.Rec.Close()
+			if asked != 1 {
+				t.Errorf("the witness was asked %d times; want once", asked)
+			}
+			looks := looksAfterSend(t, dir)
+			if len(looks) != tc.looks {
+				t.Fatalf("%d looks after send recorded; want %d", len(looks), tc.looks)
+			}
+			if its := looks[0].Observed.Items; len(its) != 1 || its[0].Name != "report.txt" {
+				t.Errorf("the first look recorded %+v; want report.txt", its)
+			}
+		})
+	}
+}
+
+func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
+	r, ocr, dir := sentItemRunner(t)
+	p := r.Profile
+	if err := r.lookForSentItem(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if ocr.reads[2] != 1 || ocr.reads[1] != 1 {
+		t.Errorf("chat reads by scale %v; want one at 2x (split the name), one at 1x (read it), none for the look a settle later", ocr.reads)
+	}
+	r.Rec.Close()
+	looks := looksAfterSend(t, dir)
 	if len(looks) != 2 {
 		t.Fatalf("%d looks after send recorded; want 2", len(looks))
 	}

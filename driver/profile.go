@@ -105,8 +105,15 @@ func or(d Duration, def time.Duration) time.Duration {
 
 func (t Timings) stepTimeout() time.Duration   { return or(t.StepTimeout, 10*time.Second) }
 func (t Timings) titleDeadline() time.Duration { return or(t.TitleDeadline, 4*time.Second) }
-func (t Timings) escapeSettle() time.Duration  { return or(t.EscapeSettle, 400*time.Millisecond) }
-func (t Timings) windowClose() time.Duration   { return or(t.WindowClose, 3*time.Second) }
+
+// SentItemWait is how long the look for the sent item goes on: its
+// sent_item_timeout, 20 s when not set.
+func (p *Profile) SentItemWait() time.Duration {
+	return or(p.SentItemTimeout, 20*time.Second)
+}
+
+func (t Timings) escapeSettle() time.Duration { return or(t.EscapeSettle, 400*time.Millisecond) }
+func (t Timings) windowClose() time.Duration  { return or(t.WindowClose, 3*time.Second) }
 
 func (t Timings) validate(app string) error {
 	for name, d := range map[string]Duration{"step_timeout": t.StepTimeout, "title_deadline": t.TitleDeadline,

@@ -50,6 +50,15 @@ type Runner struct {
 	Killpoint func(name string)
 	// Clock is the workstation's wall clock (time.Now when nil): step times and waits.
 	Clock func() time.Time
+	// Witness, when set, is called once, as the look for the sent item begins (a
+	// boundary was crossed), so that another witness can start asking: the deliverer
+	// asks the provider, which downloads what arrived and matches its SHA-256. The
+	// channel it returns is closed if that witness confirms this dispatch. The look then
+	// ends with the read it is at, recorded, instead of waiting out the profile's
+	// settle for a second read: the settle is there so that the screen alone can
+	// confirm, and the outcome no longer rests on the screen. From that call on, other
+	// goroutines may append to Rec. May be nil.
+	Witness func() <-chan struct{}
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
@@ -1125,18 +1134,19 @@ const dismissTimeout = 10 * time.Second
 // reads, or the last one. Not finding one is not an error: the evidence then reads as
 // unknown.
 func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) error {
-	timeout := r.Profile.SentItemTimeout.Duration
-	if timeout <= 0 {
-		timeout = 20 * time.Second
-	}
+	timeout := r.Profile.SentItemWait()
 	settle := time.Duration(0)
 	if c := r.confirm(); c != nil {
 		settle = c.Settle.Duration
 	}
+	var witnessed <-chan struct{} // nil, never closed, without a witness
+	if r.Witness != nil {
+		witnessed = r.Witness()
+	}
 	start := r.now()
 	var last, prev *chatRead
-	held := false
-	for !held {
+	held, elsewhere := false, false
+	for !held && !elsewhere {
 		o, err := r.readChat(ctx, "after_send", prev)
 		if err == nil && !o.reused && !r.showsNew(o, before) {
 			o, err = r.rereadChat(ctx, o, before)
@@ -1148,13 +1158,16 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 					return err
 				}
 				last = nil
-				sleep(ctx, settle)
+				if elsewhere = settleOrWitness(ctx, settle, witnessed); elsewhere {
+					break
+				}
 				if o2, err := r.readChat(ctx, "after_send", &o); err == nil {
 					last, held = &o2, r.showsNew(o2, before)
 				}
 			}
 		}
-		if held || r.now().Sub(start) > timeout || ctx.Err() != nil {
+		elsewhere = isClosed(witnessed)
+		if held || elsewhere || r.now().Sub(start) > timeout || ctx.Err() != nil {
 			break
 		}
 		sleep(ctx, 100*time.Millisecond)
@@ -1164,8 +1177,36 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 	if last != nil {
 		err, n = r.recordChat(*last), len(last.Items)
 	}
-	r.progress("%-10s %-32s %d item(s) named %s, %d before, held %v (%.1fs)", "safe", "look for the sent item", n, r.Vars.FileName, len(before), held, r.now().Sub(start).Seconds())
+	by := ""
+	if elsewhere && !held {
+		by = ", the other witness confirmed it"
+	}
+	r.progress("%-10s %-32s %d item(s) named %s, %d before, held %v%s (%.1fs)", "safe", "look for the sent item", n, r.Vars.FileName, len(before), held, by, r.now().Sub(start).Seconds())
 	return err
+}
+
+// settleOrWitness waits the settle time, and reports true if the witness confirmed
+// first.
+func settleOrWitness(ctx context.Context, settle time.Duration, witnessed <-chan struct{}) bool {
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	select {
+	case <-witnessed:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return isClosed(witnessed)
+}
+
+// isClosed: c is closed (never, for a nil channel).
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // showsNew is the runner's cue to stop looking: more finished items of ours with the

@@ -29,7 +29,9 @@ func (systemClock) Now() time.Time { return clock.System() }
 // SystemClock is the real clock.
 func SystemClock() Clock { return systemClock{} }
 
-// Recorder appends records to one bundle. It is safe for one goroutine at a time.
+// Recorder appends records to one bundle. Its methods may be called from several
+// goroutines (a delivery's provider lookup appends beside the screen's reads): each
+// Append is one whole record, chained in the order the calls took the lock.
 type Recorder struct {
 	mu     sync.Mutex
 	dir    string

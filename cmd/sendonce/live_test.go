@@ -515,6 +515,59 @@ func TestLiveDeliverTextFile(t *testing.T) {
 	}
 }
 
+// TestLiveProviderConfirmsBesideTheLook: with a provider to ask, the provider is asked
+// while the screen still looks for the sent item, and its confirmation (the server's
+// copy downloaded, its SHA-256 the content's) ends the look: the bundle holds one read
+// of the chat after the send, not the two a settle apart that the screen needs to
+// confirm alone, and the delivery is sent_verified with one copy on the server. Asked
+// only after the look (as before), the lookup would follow both reads. The provider
+// answers in about 0.1 s here; the second read would come a settle (1 s) after the
+// first.
+func TestLiveProviderConfirmsBesideTheLook(t *testing.T) {
+	l := newLive(t)
+	file, sum := l.file("witnessed.txt")
+	before := uploads(t, l.uploadDir())
+
+	m, code, _ := l.deliver(file, "Bob", "--provider-config", l.providerConfig())
+	l.wantSentVerified(m, code)
+	l.wantExactlyOneCopyEach(before, sum)
+	l.verifyBundle(m)
+
+	steps, err := os.ReadFile(filepath.Join(m["evidence"].(string), "steps.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup, lastLook, looks := 0, 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(steps)), "\n") {
+		var r struct {
+			Seq      int    `json:"seq"`
+			Kind     string `json:"kind"`
+			Observed *struct {
+				What, Phase string
+			} `json:"observed"`
+			Lookup *struct {
+				Result string `json:"result"`
+			} `json:"lookup"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case r.Kind == "lookup":
+			if lookup != 0 || r.Lookup.Result != "found" {
+				t.Fatalf("record %d: a lookup %+v; want one lookup, found", r.Seq, r.Lookup)
+			}
+			lookup = r.Seq
+		case r.Observed != nil && r.Observed.What == "sent_items" && r.Observed.Phase == "after_send":
+			lastLook, looks = r.Seq, looks+1
+		}
+	}
+	if lookup == 0 || looks != 1 {
+		t.Fatalf("lookup at record %d, %d reads after the send (the last at %d); want a lookup and one read: asked beside the look, its confirmation ends it\n%s",
+			lookup, looks, lastLook, tail(compactSteps(steps), 8))
+	}
+}
+
 // TestLiveSecondRunRefused, through each app: the same command run again after a
 // verified delivery is refused as consumed at its claim (no attempt of its own: it never
 // touches the desktop), and the server still holds exactly one copy.
