@@ -175,14 +175,23 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprint(env.stdout, usageText())
 		return nil
 	}
+	if c, rest, ok := lookup(args); ok {
+		env.setupLog()
+		return c.run(ctx, env, rest)
+	}
+	return usagef("unknown command %q: run 'sendonce help'", strings.Join(args[:min(2, len(args))], " "))
+}
+
+// lookup finds the command args name (the global flags before it already read), and
+// the arguments after its name.
+func lookup(args []string) (command, []string, bool) {
 	for _, c := range commands() {
 		words := strings.Fields(c.name)
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			env.setupLog()
-			return c.run(ctx, env, args[len(words):])
+			return c, args[len(words):], true
 		}
 	}
-	return usagef("unknown command %q: run 'sendonce help'", strings.Join(args[:min(2, len(args))], " "))
+	return command{}, nil, false
 }
 
 // parseGlobal reads global flags that come before the command.

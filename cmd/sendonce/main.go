@@ -20,9 +20,10 @@ func main() {
 
 // reexecForOCR restarts the process with OMP_THREAD_LIMIT=1 for the commands that load
 // libtesseract: it reads the variable when it loads, and without it OCR spends its time
-// starting threads. It returns when nothing needs doing or the exec failed.
+// starting threads (a chat read took 0.62 s instead of 0.14 s on 2 cores). It returns
+// when nothing needs doing or the exec failed.
 func reexecForOCR(args []string) {
-	if len(args) < 2 || (args[1] != "deliver" && args[1] != "record") || os.Getenv("OMP_THREAD_LIMIT") == "1" {
+	if os.Getenv("OMP_THREAD_LIMIT") == "1" || !loadsOCR(args[1:]) {
 		return
 	}
 	exe, err := os.Executable()
@@ -30,4 +31,19 @@ func reexecForOCR(args []string) {
 		return
 	}
 	syscall.Exec(exe, args, append(os.Environ(), "OMP_THREAD_LIMIT=1"))
+}
+
+// loadsOCR: args (without the program's name) name a command that loads libtesseract,
+// whatever global flags come before it.
+func loadsOCR(args []string) bool {
+	rest, err := parseGlobal(&environment{getenv: func(string) string { return "" }}, args)
+	if err != nil {
+		return false
+	}
+	c, _, ok := lookup(rest)
+	switch c.name {
+	case "deliver", "record", "doctor", "mcp", "serve":
+		return ok
+	}
+	return false
 }

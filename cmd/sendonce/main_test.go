@@ -45,3 +45,30 @@ func TestScripts(t *testing.T) {
 		},
 	})
 }
+
+// TestLoadsOCR: the commands that load libtesseract are known whatever global flags
+// come before them, so that main restarts them with OMP_THREAD_LIMIT=1 (without it a
+// `sendonce --store S deliver` read the screen four times slower than `sendonce
+// deliver --store S`); the gate's commands are not restarted.
+func TestLoadsOCR(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"deliver", "--store", "s.db"}, true},
+		{[]string{"--store", "s.db", "deliver", "--app", "gajim"}, true},
+		{[]string{"--json", "--log", "json", "record"}, true},
+		{[]string{"--store=s.db", "mcp", "--http", "127.0.0.1:0"}, true},
+		{[]string{"serve", "--listen", "unix:/tmp/s"}, true},
+		{[]string{"doctor"}, true},
+		{[]string{"gate", "claim", "--dest-id", "xmpp:bob@localhost"}, false},
+		{[]string{"--store", "deliver", "status"}, false}, // the store's path is "deliver"
+		{[]string{"status", "deliver"}, false},
+		{[]string{"--no-such-flag", "deliver"}, false}, // run reports the flag
+		{nil, false},
+	} {
+		if got := loadsOCR(tc.args); got != tc.want {
+			t.Errorf("loadsOCR(%q) = %v; want %v", tc.args, got, tc.want)
+		}
+	}
+}
