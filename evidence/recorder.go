@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"github.com/sendonce/sendonce/internal/clock"
 	"image"
-	"image/png"
 	"os"
 	"path/filepath"
 	"sync"
@@ -158,8 +157,7 @@ func (r *Recorder) Frame(img image.Image) (string, error) {
 		}
 	}
 	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
+	if err := encodePNG(&buf, img); err != nil {
 		return "", err
 	}
 	h, err := r.FramePNG(buf.Bytes())
