@@ -854,7 +854,7 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 			}
 			return fmt.Errorf("the window titled %q is still open after %v", prefix, timeout)
 		}
-		sleep(ctx, 75*time.Millisecond)
+		sleep(ctx, r.Reader.PollInterval())
 	}
 }
 
