@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -294,4 +295,72 @@ func TestSentItemReadAgainWithOtherPreps(t *testing.T) {
 	if gap := looks[1].Mono - looks[0].Mono; gap < p.Confirm.Settle.Duration.Nanoseconds() {
 		t.Errorf("the looks were recorded %v apart; want at least the profile's settle %v", time.Duration(gap), p.Confirm.Settle.Duration)
 	}
+}
+
+// titleScript reads the title region as the next of its titles (the last one for ever
+// after), noting when each read came; any other region as splitNameOCR does.
+type titleScript struct {
+	*splitNameOCR
+	titles []string
+	at     []time.Time
+}
+
+func (o *titleScript) Recognize(ctx context.Context, img image.Image, m vision.Mode) ([]vision.Word, error) {
+	if img.Bounds().Dx() != 780 {
+		return o.splitNameOCR.Recognize(ctx, img, m)
+	}
+	t := o.titles[min(len(o.at), len(o.titles)-1)]
+	o.at = append(o.at, time.Now())
+	return []vision.Word{{Text: t, Box: image.Rect(300, 10, 340, 30), Confidence: 95}}, nil
+}
+
+// TestTitleMustHoldForTwoReads: the title check passes only once two reads in a row
+// show the expected title, the second at least titleGap after the first (a read made
+// before, the first of a delivery's, counts when it agrees); a header that lags the
+// switch is read until it agrees, and one that never does stops the delivery.
+func TestTitleMustHoldForTwoReads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		titles  []string
+		first   bool // one read before the check, as a delivery makes before the chat's read
+		reads   int
+		stopped bool
+	}{
+		{"the title at once", []string{"Bob"}, false, 2, false},
+		{"a read made before counts", []string{"Bob"}, true, 2, false},
+		{"a header that lags", []string{"Alice", "", "Bob"}, true, 4, false},
+		{"agreeing reads broken by another title", []string{"Bob", "Alice", "Bob"}, false, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ocr, _ := sentItemRunner(t)
+			script := &titleScript{splitNameOCR: ocr, titles: tc.titles}
+			r.Reader.OCR = script
+			var reads titleReads
+			if tc.first {
+				if err := r.readTitleAgain(context.Background(), &reads); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := r.checkTitle(context.Background(), &reads)
+			if (err != nil) != tc.stopped {
+				t.Fatalf("checkTitle: %v; want stopped %v", err, tc.stopped)
+			}
+			if len(script.at) != tc.reads {
+				t.Errorf("%d reads of the title; want %d", len(script.at), tc.reads)
+			}
+			n := len(script.at)
+			if gap := script.at[n-1].Sub(script.at[n-2]); gap < titleGap {
+				t.Errorf("the two agreeing reads came %v apart; want at least %v", gap, titleGap)
+			}
+		})
+	}
+	t.Run("never the title", func(t *testing.T) {
+		r, ocr, _ := sentItemRunner(t)
+		r.Profile.Timings.TitleDeadline = Duration{Duration: 400 * time.Millisecond}
+		r.Reader.OCR = &titleScript{splitNameOCR: ocr, titles: []string{"Bob", "Bobby"}}
+		err := r.checkTitle(context.Background(), &titleReads{})
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), `"Bobby"`) {
+			t.Fatalf("checkTitle: %v; want a stop naming the title read", err)
+		}
+	})
 }

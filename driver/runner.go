@@ -133,12 +133,17 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	// The chat is read before the title is judged: even a stop at a wrong title then
-	// has a first read to compare the final one with.
+	// has a first read to compare the final one with. The title's first read comes
+	// before the chat's, which then spans the gap to its second.
+	var title titleReads
+	if err := r.readTitleAgain(ctx, &title); err != nil {
+		return err
+	}
 	before, err := r.observeItems(ctx, "before_send")
 	if err != nil {
 		return err
 	}
-	if err := r.checkTitle(ctx); err != nil {
+	if err := r.checkTitle(ctx, &title); err != nil {
 		return err
 	}
 
@@ -858,36 +863,57 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 	}
 }
 
+// titleReads is the title check's state: how many reads in a row, each at least
+// titleGap after the one before, read the expected title, and the last read.
+type titleReads struct {
+	agreed int
+	got    string
+	look   vision.Look
+	at     time.Time // when the last read began (zero before the first)
+}
+
+// titleGap is the least time between two reads of the title that count as agreeing.
+const titleGap = 150 * time.Millisecond
+
+// readTitleAgain reads the title once more, titleGap after the last read began at the
+// earliest.
+func (r *Runner) readTitleAgain(ctx context.Context, t *titleReads) error {
+	if !t.at.IsZero() {
+		if wait := titleGap - r.now().Sub(t.at); wait > 0 {
+			sleep(ctx, wait)
+		}
+	}
+	at := r.now()
+	text, l, err := r.readTitle(ctx)
+	if err != nil {
+		return err
+	}
+	if text == r.Vars.Title {
+		t.agreed++
+	} else {
+		t.agreed = 0
+	}
+	t.got, t.look, t.at = text, l, at
+	return nil
+}
+
 // checkTitle reads the conversation's visible title and stops unless it is exactly the
 // expected one. The header can lag the conversation switch (a blank frame, the previous
-// conversation): it reads until the title is the expected one twice in a row, or until
-// the deadline, and then judges the last reading.
-func (r *Runner) checkTitle(ctx context.Context) error {
+// conversation): it reads until the title is the expected one in two reads in a row at
+// least titleGap apart (t holds the reads made before), or until the deadline, and then
+// judges the last reading.
+func (r *Runner) checkTitle(ctx context.Context, t *titleReads) error {
 	region, err := r.area(ctx, r.Profile.Title)
 	if err != nil {
 		return err
 	}
-	var got string
-	var look vision.Look
 	deadline := r.now().Add(r.Profile.Timings.titleDeadline())
-	for agreed := 0; agreed < 2; {
-		text, l, err := r.readTitle(ctx)
-		if err != nil {
+	for t.agreed < 2 && (t.at.IsZero() || !r.now().After(deadline)) {
+		if err := r.readTitleAgain(ctx, t); err != nil {
 			return err
 		}
-		if text == r.Vars.Title {
-			agreed++
-		} else {
-			agreed = 0
-		}
-		got, look = text, l
-		if agreed < 2 && r.now().After(deadline) {
-			break
-		}
-		if agreed < 2 {
-			sleep(ctx, 150*time.Millisecond)
-		}
 	}
+	got, look := t.got, t.look
 	h, _ := r.Rec.Frame(look.Frame)
 	rec := evidence.Record{Kind: evidence.KindObserve, Intent: "read the conversation title", After: h, OCR: ocrWords(h, region, look.Words),
 		Observed: &evidence.Observation{What: "conversation_title", DispatchID: r.dispatchID(), Title: got}}
@@ -1250,7 +1276,7 @@ func (r *Runner) DryRun(ctx context.Context) (bool, error) {
 	if err := r.enterConversation(ctx); err != nil {
 		return false, err
 	}
-	err := r.checkTitle(ctx)
+	err := r.checkTitle(ctx, &titleReads{})
 	return err == nil, err
 }
 
