@@ -445,15 +445,18 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	// more times a second apart (as it was asked before it ran beside the look): it is
 	// never asked less.
 	interval := askFirst
-	for after := 0; after < 4; {
-		if v = provider.Ask(ctx, p, dispatch, c.store); v.Pick != nil {
+	for after := 0; after < 5; {
+		// While the look runs only a confirmation ends the asking: our own object may
+		// not be archived yet, and an older one with other bytes or another recipient
+		// must not be taken for it. After the look, any pick ends it, as before.
+		v = provider.Ask(ctx, p, dispatch, c.store)
+		if v.Confirm != nil || (v.Pick != nil && isClosed(lookEnded)) {
 			break
 		}
 		select {
-		case <-lookEnded:
-			after++
-			if after < 4 && sleep(ctx, time.Second) != nil {
-				after = 4
+		case <-lookEnded: // the asks after the look: at once, then a second apart
+			if after++; after > 1 && after < 5 && sleep(ctx, time.Second) != nil {
+				after = 5
 			}
 		case <-time.After(interval):
 			interval = min(2*interval, askMost)
@@ -653,4 +656,14 @@ func newTaskID() string {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// isClosed: c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
