@@ -393,6 +393,9 @@ type providerAsk struct {
 const (
 	askFirst = 250 * time.Millisecond
 	askMost  = 2 * time.Second
+	// asksAfterLook is how often it is asked once the look ended: at once, then a
+	// second apart (as it was asked before it ran beside the look).
+	asksAfterLook = 4
 )
 
 // startAsking starts asking the provider about this dispatch, on a context of its own:
@@ -445,23 +448,23 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	// more times a second apart (as it was asked before it ran beside the look): it is
 	// never asked less.
 	interval := askFirst
-	for after := 0; after < 5; {
+	for after := 0; after <= asksAfterLook; { // after: the asks made since the look ended, and the one due
 		// While the look runs only a confirmation ends the asking: our own object may
 		// not be archived yet, and an older one with other bytes or another recipient
 		// must not be taken for it. After the look, any pick ends it, as before.
 		v = provider.Ask(ctx, p, dispatch, c.store)
-		if v.Confirm != nil || (v.Pick != nil && isClosed(lookEnded)) {
+		if v.Confirm != nil || (v.Pick != nil && after > 0) { // after > 0: the look has ended
 			break
 		}
 		select {
 		case <-lookEnded: // the asks after the look: at once, then a second apart
-			if after++; after > 1 && after < 5 && sleep(ctx, time.Second) != nil {
-				after = 5
+			if after++; after > 1 && after <= asksAfterLook && sleep(ctx, time.Second) != nil {
+				after = asksAfterLook + 1
 			}
 		case <-time.After(interval):
 			interval = min(2*interval, askMost)
 		case <-ctx.Done():
-			after = 4
+			after = asksAfterLook + 1
 		}
 	}
 	l := &evidence.Lookup{Provider: ns, DispatchID: dispatch.DispatchID, Result: string(v.Answer.Result), Authoritative: v.Answer.Authoritative}
@@ -656,14 +659,4 @@ func newTaskID() string {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
-}
-
-// isClosed: c is closed.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
