@@ -243,7 +243,8 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return d.dryRun(ctx, runner, rec, out)
 	}
 	var ask *providerAsk
-	if d.providerWanted(req) {
+	wanted := d.providerWanted(req)
+	if wanted {
 		// The provider is asked from the moment the look for the sent item begins,
 		// beside it: a confirmation spares the look its settle (see driver.Runner.Witness).
 		runner.Witness = func() <-chan struct{} {
@@ -270,7 +271,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		out.Stopped = err.Error()
 	}
 	objectID := ""
-	if res.Crossed && d.providerWanted(req) {
+	if ask != nil || (res.Crossed && wanted) {
 		// After a crossing the provider is asked even when the caller gave up: its
 		// answer is what can still settle the outcome.
 		if ask == nil { // crossed, and stopped before the look began
