@@ -1,12 +1,17 @@
 package vision
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	xdraw "golang.org/x/image/draw"
 )
 
 func w(text string, x, y, line int) Word {
@@ -248,6 +253,71 @@ func TestWholeLineAcrossReadings(t *testing.T) {
 			_, err := rd.WaitStable(context.Background(), image.Rect(0, 0, 200, 30), a, 100*time.Millisecond)
 			if (err == nil) != tc.want {
 				t.Fatalf("%v: err %v; want found %v", tc.readings, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPrepMatchesDraw: Apply's pixels are those of x/image/draw's scalers into a gray
+// image (what Apply did before its faster paths), for every preparation the profiles
+// use, on random pixels and on odd sizes and offsets.
+func TestPrepMatchesDraw(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []image.Rectangle{image.Rect(0, 0, 1, 1), image.Rect(3, 5, 40, 22), image.Rect(0, 0, 97, 61), image.Rect(425, 107, 685, 431)} {
+		img := image.NewRGBA(size)
+		for i := range img.Pix {
+			img.Pix[i] = uint8(rng.UintN(256))
+		}
+		for _, p := range []Prep{{Gray: true}, {Gray: true, Scale: 2}, {Gray: true, Scale: 3}, {Gray: true, Scale: 2, Smooth: true},
+			{Gray: true, Scale: 3, Smooth: true}, {Gray: true, Scale: 2, Invert: true}, {Gray: true, Scale: 2, Smooth: true, Threshold: 128}} {
+			got := p.Apply(img).(*image.Gray)
+			want := applyWithDraw(p, img)
+			if got.Rect != want.Rect || !bytes.Equal(got.Pix, want.Pix) {
+				t.Errorf("%+v on %v: %v differs from draw's %v", p, size, got.Rect, want.Rect)
+			}
+		}
+	}
+}
+
+// applyWithDraw is Prep.Apply as it was: x/image/draw's scalers into an *image.Gray.
+func applyWithDraw(p Prep, img *image.RGBA) *image.Gray {
+	gray := p.gray(img)
+	out := gray
+	if s := max(p.Scale, 1); s > 1 {
+		out = image.NewGray(image.Rect(0, 0, gray.Rect.Dx()*s, gray.Rect.Dy()*s))
+		var scaler xdraw.Scaler = xdraw.NearestNeighbor
+		if p.Smooth {
+			scaler = xdraw.BiLinear
+		}
+		scaler.Scale(out, out.Bounds(), gray, gray.Bounds(), xdraw.Src, nil)
+	}
+	if p.Threshold != 0 {
+		for i, v := range out.Pix {
+			if v < p.Threshold {
+				out.Pix[i] = 0
+			} else {
+				out.Pix[i] = 255
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkPrepChat: the chat's preparation (gray, 2x bilinear) of a 520x648 crop.
+func BenchmarkPrepChat(b *testing.B) {
+	img := image.NewRGBA(image.Rect(425, 107, 945, 755))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	for _, p := range []Prep{{Gray: true, Scale: 2, Smooth: true}, {Gray: true, Scale: 2}} {
+		b.Run(fmt.Sprintf("scale2-smooth-%v", p.Smooth), func(b *testing.B) {
+			for b.Loop() {
+				p.Apply(img)
+			}
+		})
+		b.Run(fmt.Sprintf("draw-scale2-smooth-%v", p.Smooth), func(b *testing.B) {
+			for b.Loop() {
+				applyWithDraw(p, img)
 			}
 		})
 	}

@@ -16,7 +16,8 @@ import (
 // connection, are pixel for pixel what kbinani/screenshot reads over a new connection
 // (vision.X11Screen), for the whole screen and for a region partly off it (black
 // there). A pair is compared only when the screen held still around the second read
-// (two captures of ours equal), so a blinking caret cannot fail it.
+// (two captures of ours equal), so a blinking caret cannot fail it. On the test bed's
+// local Xvfb the captures must come through shared memory (MIT-SHM).
 func TestLiveCaptureOnOneConnection(t *testing.T) {
 	display := liveTestBed(t).display(t)
 	t.Setenv("DISPLAY", display) // vision.X11Screen reads it
@@ -25,6 +26,9 @@ func TestLiveCaptureOnOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	if !d.SharesMemory() {
+		t.Error("captures of a local Xvfb do not come through shared memory (MIT-SHM): they fell back to the socket")
+	}
 	ctx := context.Background()
 	var other vision.X11Screen
 	for _, r := range []image.Rectangle{d.Bounds(), image.Rect(1100, 600, 1400, 900), image.Rect(421, 33, 977, 420)} {

@@ -2,11 +2,14 @@ package x11
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"image"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
+	"golang.org/x/sys/unix"
 )
 
 // capturer reads the screen over the Desktop's one X connection: a GetImage of the root
@@ -16,10 +19,23 @@ import (
 // frequent call. Only the common format is read this way: a 24- or 32-bit TrueColor root
 // in 32-bit little-endian ZPixmap (Xvfb's and every current X server's); any other
 // falls back to vision.X11Screen (ok is false).
+//
+// Where the server shares memory with us (MIT-SHM: a local display), the server writes
+// the pixels into one segment set up once, instead of through the socket into a new
+// buffer each time; otherwise (a remote display, the extension off, no SysV IPC) the
+// pixels come in the GetImage reply.
 type capturer struct {
 	root   xproto.Window
 	bounds image.Rectangle
 	ok     bool
+	shared *segment // nil: GetImage over the socket
+}
+
+// segment is a SysV shared-memory segment the X server has attached, as large as the
+// screen. Its id is already marked for removal: it goes when both sides detach (or exit).
+type segment struct {
+	seg shm.Seg
+	buf []byte
 }
 
 func newCapturer(c *xgb.Conn) capturer {
@@ -41,7 +57,44 @@ func newCapturer(c *xgb.Conn) capturer {
 			}
 		}
 	}
+	if cp.ok {
+		cp.shared = attachSegment(c, cp.bounds.Dx()*cp.bounds.Dy()*4)
+	}
 	return cp
+}
+
+// attachSegment sets up a shared segment of size bytes with the X server, or returns
+// nil when it cannot (the captures then use the socket).
+func attachSegment(c *xgb.Conn, size int) *segment {
+	if size <= 0 || shm.Init(c) != nil {
+		return nil
+	}
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, size, unix.IPC_CREAT|0o600)
+	if err != nil {
+		return nil
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil) // freed once both sides detach
+	buf, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		return nil
+	}
+	seg, err := shm.NewSegId(c)
+	if err == nil {
+		err = shm.AttachChecked(c, seg, uint32(id), false).Check()
+	}
+	if err != nil {
+		unix.SysvShmDetach(buf)
+		return nil
+	}
+	return &segment{seg: seg, buf: buf}
+}
+
+// close detaches the shared segment, if any.
+func (cp capturer) close(c *xgb.Conn) {
+	if cp.shared != nil {
+		shm.Detach(c, cp.shared.seg)
+		unix.SysvShmDetach(cp.shared.buf)
+	}
 }
 
 // capture reads r (screen coordinates; the image keeps them) from the root window. The
@@ -55,22 +108,17 @@ func (cp capturer) capture(ctx context.Context, c *xgb.Conn, r image.Rectangle) 
 	if in.Empty() {
 		return img, nil
 	}
-	reply, err := xproto.GetImage(c, xproto.ImageFormatZPixmap, xproto.Drawable(cp.root),
-		int16(in.Min.X), int16(in.Min.Y), uint16(in.Dx()), uint16(in.Dy()), 0xffffffff).Reply()
+	src, err := cp.read(c, in)
 	if err != nil {
 		return nil, fmt.Errorf("capturing %v: %w", in, err)
 	}
-	if len(reply.Data) < in.Dx()*in.Dy()*4 {
-		return nil, fmt.Errorf("capturing %v: %d bytes for %d pixels", in, len(reply.Data), in.Dx()*in.Dy())
+	if len(src) < in.Dx()*in.Dy()*4 {
+		return nil, fmt.Errorf("capturing %v: %d bytes for %d pixels", in, len(src), in.Dx()*in.Dy())
 	}
-	src := reply.Data
+	n := in.Dx() * 4
 	for y := in.Min.Y; y < in.Max.Y; y++ {
-		row := img.Pix[img.PixOffset(in.Min.X, y):]
-		line := src[(y-in.Min.Y)*in.Dx()*4:]
-		for x := 0; x < in.Dx(); x++ {
-			b, g, r := line[4*x], line[4*x+1], line[4*x+2] // BGRX
-			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = r, g, b, 255
-		}
+		o := img.PixOffset(in.Min.X, y)
+		bgrxToRGBA(img.Pix[o:o+n], src[(y-in.Min.Y)*n:])
 	}
 	if in != r { // outside the screen: opaque black (a capture inside it skips this pass)
 		for y := r.Min.Y; y < r.Max.Y; y++ {
@@ -82,4 +130,33 @@ func (cp capturer) capture(ctx context.Context, c *xgb.Conn, r image.Rectangle) 
 		}
 	}
 	return img, nil
+}
+
+// read returns the pixels of in (inside the screen), BGRX, row after row. With a shared
+// segment the bytes are the segment's: valid until the next read.
+func (cp capturer) read(c *xgb.Conn, in image.Rectangle) ([]byte, error) {
+	if cp.shared == nil {
+		reply, err := xproto.GetImage(c, xproto.ImageFormatZPixmap, xproto.Drawable(cp.root),
+			int16(in.Min.X), int16(in.Min.Y), uint16(in.Dx()), uint16(in.Dy()), 0xffffffff).Reply()
+		if err != nil {
+			return nil, err
+		}
+		return reply.Data, nil
+	}
+	reply, err := shm.GetImage(c, xproto.Drawable(cp.root), int16(in.Min.X), int16(in.Min.Y), uint16(in.Dx()), uint16(in.Dy()),
+		0xffffffff, xproto.ImageFormatZPixmap, cp.shared.seg, 0).Reply()
+	if err != nil {
+		return nil, err
+	}
+	return cp.shared.buf[:min(int(reply.Size), len(cp.shared.buf))], nil
+}
+
+// bgrxToRGBA converts a row of 32-bit little-endian BGRX pixels (src) into opaque RGBA
+// (dst, whose length is the row's).
+func bgrxToRGBA(dst, src []byte) {
+	src = src[:len(dst)]
+	for i := 0; i+4 <= len(dst); i += 4 {
+		v := binary.LittleEndian.Uint32(src[i:])
+		binary.LittleEndian.PutUint32(dst[i:], v>>16&0xff|v&0xff00|(v&0xff)<<16|0xff000000)
+	}
 }

@@ -46,8 +46,13 @@ func Open(display string) (*Desktop, error) {
 	return &Desktop{conn: c, capture: newCapturer(c)}, nil
 }
 
-// Close closes the X connection.
-func (d *Desktop) Close() { d.conn.Close() }
+// Close detaches the capture's shared memory and closes the X connection.
+func (d *Desktop) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.capture.close(d.conn)
+	d.conn.Close()
+}
 
 func (d *Desktop) Windows(ctx context.Context) ([]driver.Window, error) {
 	d.mu.Lock()
@@ -131,3 +136,7 @@ func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, 
 }
 
 func (d *Desktop) Bounds() image.Rectangle { return d.screen.Bounds() }
+
+// SharesMemory reports whether captures come through a segment shared with the X
+// server (MIT-SHM) rather than through the socket.
+func (d *Desktop) SharesMemory() bool { return d.capture.shared != nil }
