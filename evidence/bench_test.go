@@ -70,7 +70,8 @@ func BenchmarkFrameNew(b *testing.B) {
 	}
 }
 
-// BenchmarkFrameSeen is a 1280x800 frame stored before: the pixel hash only.
+// BenchmarkFrameSeen is a 1280x800 frame equal to the last one stored: a comparison of
+// the pixels only.
 func BenchmarkFrameSeen(b *testing.B) {
 	r, err := Create(filepath.Join(b.TempDir(), "b"), testManifest("report.txt", content), nil)
 	if err != nil {
@@ -80,6 +81,23 @@ func BenchmarkFrameSeen(b *testing.B) {
 	r.Frame(img)
 	for b.Loop() {
 		if _, err := r.Frame(img); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFrameSeenEarlier is a 1280x800 frame stored before, but not the last one:
+// the pixel hash.
+func BenchmarkFrameSeenEarlier(b *testing.B) {
+	r, err := Create(filepath.Join(b.TempDir(), "b"), testManifest("report.txt", content), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	imgs := []*image.RGBA{desktopFrame(0), desktopFrame(1)}
+	r.Frame(imgs[0])
+	r.Frame(imgs[1])
+	for i := 0; b.Loop(); i++ {
+		if _, err := r.Frame(imgs[i%2]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -323,6 +323,35 @@ func TestFramesAreDeduplicated(t *testing.T) {
 	}
 }
 
+// TestFrameHashFollowsThePixels: a frame equal to the last one is not hashed again, but
+// that shortcut compares pixels, not images: the same image changed in place, changed
+// back, copied, or seen two frames ago gets the hash of what it shows.
+func TestFrameHashFollowsThePixels(t *testing.T) {
+	r, _ := Create(filepath.Join(t.TempDir(), "b"), testManifest("report.txt", content), newStepClock())
+	shown, _ := synthFrame("Bob")
+	other, _ := synthFrame("Alice")
+	img := shown.(*image.RGBA)
+	h1, _ := r.Frame(img)
+	img.Pix[0] ^= 0xff
+	h2, _ := r.Frame(img)
+	img.Pix[0] ^= 0xff
+	again, _ := r.Frame(img)
+	cp := *img
+	cp.Pix = append([]byte(nil), img.Pix...)
+	copied, _ := r.Frame(&cp)
+	h3, _ := r.Frame(other)
+	back, _ := r.Frame(img)
+	if h1 == h2 || again != h1 || copied != h1 || h3 == h1 || h3 == h2 || back != h1 {
+		t.Fatalf("hashes: first %s, changed %s, changed back %s, copied %s, other %s, first again %s", h1, h2, again, copied, h3, back)
+	}
+	for _, h := range []string{h1, h2, h3} {
+		b, err := os.ReadFile(filepath.Join(r.dir, "frames", h+".png"))
+		if err != nil || sum(b) != h {
+			t.Fatalf("frame %s: %v", h, err)
+		}
+	}
+}
+
 func TestExportRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	if err := Export(filepath.Join(bundlesDir, "intact"), &buf); err != nil {

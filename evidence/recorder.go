@@ -45,6 +45,25 @@ type Recorder struct {
 	// pixels maps the hash of a frame's raw pixels to its stored PNG's hash, so a frame
 	// seen before is not encoded again.
 	pixels map[[32]byte]string
+	// last is a copy of the last RGBA frame stored or looked up: a frame equal to it
+	// (the next step's before-frame is often the last one's after-frame) is not hashed.
+	last lastFrame
+}
+
+type lastFrame struct {
+	rect   image.Rectangle
+	stride int
+	pix    []byte
+	hash   string
+}
+
+// is: img's pixels are the last frame's.
+func (l *lastFrame) is(img *image.RGBA) bool {
+	return l.hash != "" && l.rect == img.Rect && l.stride == img.Stride && bytes.Equal(l.pix, img.Pix)
+}
+
+func (l *lastFrame) set(img *image.RGBA, hash string) {
+	l.rect, l.stride, l.pix, l.hash = img.Rect, img.Stride, append(l.pix[:0], img.Pix...), hash
 }
 
 const (
@@ -140,17 +159,26 @@ func (r *Recorder) FramePNG(b []byte) (string, error) {
 }
 
 // Frame encodes an image as PNG and stores it. A frame whose pixels were stored before
-// is not encoded again.
+// is not encoded again; one equal to the last frame is not even hashed.
 func (r *Recorder) Frame(img image.Image) (string, error) {
 	var key [32]byte
 	rgba, isRGBA := img.(*image.RGBA)
 	if isRGBA {
+		r.mu.Lock()
+		same, last := r.last.is(rgba), r.last.hash
+		r.mu.Unlock()
+		if same {
+			return last, nil
+		}
 		h := sha256.New()
 		fmt.Fprintf(h, "%v %d|", rgba.Rect, rgba.Stride)
 		h.Write(rgba.Pix)
 		copy(key[:], h.Sum(nil))
 		r.mu.Lock()
 		known, ok := r.pixels[key]
+		if ok {
+			r.last.set(rgba, known)
+		}
 		r.mu.Unlock()
 		if ok {
 			return known, nil
@@ -164,6 +192,7 @@ func (r *Recorder) Frame(img image.Image) (string, error) {
 	if err == nil && isRGBA {
 		r.mu.Lock()
 		r.pixels[key] = h
+		r.last.set(rgba, h)
 		r.mu.Unlock()
 	}
 	return h, err

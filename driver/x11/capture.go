@@ -152,10 +152,15 @@ func (cp capturer) read(c *xgb.Conn, in image.Rectangle) ([]byte, error) {
 }
 
 // bgrxToRGBA converts a row of 32-bit little-endian BGRX pixels (src) into opaque RGBA
-// (dst, whose length is the row's).
+// (dst, whose length is the row's), two pixels at a time.
 func bgrxToRGBA(dst, src []byte) {
 	src = src[:len(dst)]
-	for i := 0; i+4 <= len(dst); i += 4 {
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		v := binary.LittleEndian.Uint64(src[i:])
+		binary.LittleEndian.PutUint64(dst[i:], v>>16&0x000000ff000000ff|v&0x0000ff000000ff00|(v&0x000000ff000000ff)<<16|0xff000000ff000000)
+	}
+	if i+4 <= len(dst) {
 		v := binary.LittleEndian.Uint32(src[i:])
 		binary.LittleEndian.PutUint32(dst[i:], v>>16&0xff|v&0xff00|(v&0xff)<<16|0xff000000)
 	}
