@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,16 +237,19 @@ func looksAfterSend(t *testing.T, dir string) []evidence.Record {
 
 // TestWitnessEndsTheLook: when the other witness (the provider, in a delivery)
 // confirms, the look for the sent item ends with the read it is at, recorded, instead
-// of waiting the settle for a second; a witness that never confirms changes nothing.
-// Either way it is asked once, as the look begins.
+// of reading it again with the chat's other preparations or waiting the settle for a
+// second read; a witness that never confirms changes nothing. Either way it is asked
+// once, as the look begins. (The 2x read splits the file's name; the 1x read shows it.)
 func TestWitnessEndsTheLook(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		confirm bool
 		looks   int
-	}{{"confirms", true, 1}, {"never confirms", false, 2}} {
+		reads   map[int]int // chat reads by scale
+		items   int         // in the first look recorded
+	}{{"confirms", true, 1, map[int]int{2: 1}, 0}, {"never confirms", false, 2, map[int]int{2: 1, 1: 1}, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, _, dir := sentItemRunner(t)
+			r, ocr, dir := sentItemRunner(t)
 			asked := 0
 			r.Witness = func() <-chan struct{} {
 				asked++
@@ -262,12 +266,15 @@ func TestWitnessEndsTheLook(t *testing.T) {
 			if asked != 1 {
 				t.Errorf("the witness was asked %d times; want once", asked)
 			}
+			if !maps.Equal(ocr.reads, tc.reads) {
+				t.Errorf("chat reads by scale %v; want %v", ocr.reads, tc.reads)
+			}
 			looks := looksAfterSend(t, dir)
 			if len(looks) != tc.looks {
 				t.Fatalf("%d looks after send recorded; want %d", len(looks), tc.looks)
 			}
-			if its := looks[0].Observed.Items; len(its) != 1 || its[0].Name != "report.txt" {
-				t.Errorf("the first look recorded %+v; want report.txt", its)
+			if its := looks[0].Observed.Items; len(its) != tc.items || (tc.items == 1 && its[0].Name != "report.txt") {
+				t.Errorf("the first look recorded %+v; want %d item(s) named report.txt", its, tc.items)
 			}
 		})
 	}

@@ -1012,8 +1012,12 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 
 // rereadChat reads a chat capture that did not show the new item again with each of
 // the profile's other preparations, and returns the first read that shows it (or o).
-func (r *Runner) rereadChat(ctx context.Context, o chatRead, before []evidence.Item) (chatRead, error) {
+// It stops early, returning o, once the other witness (when not nil) has confirmed.
+func (r *Runner) rereadChat(ctx context.Context, o chatRead, before []evidence.Item, witnessed <-chan struct{}) (chatRead, error) {
 	for _, prep := range r.Profile.Chat.AltPreps {
+		if isClosed(witnessed) {
+			break
+		}
 		look, err := r.Reader.ReadFrame(ctx, o.look.Frame, o.look.Region, prep, r.Profile.Chat.OCRMode())
 		if err != nil {
 			return o, err
@@ -1175,7 +1179,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 	for !held && !elsewhere {
 		o, err := r.readChat(ctx, "after_send", prev)
 		if err == nil && !o.reused && !r.showsNew(o, before) {
-			o, err = r.rereadChat(ctx, o, before)
+			o, err = r.rereadChat(ctx, o, before, witnessed)
 		}
 		if err == nil {
 			last, prev = &o, &o
