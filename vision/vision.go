@@ -12,7 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"image"
 	"sort"
 	"strings"
@@ -618,10 +618,16 @@ func seenWhole(words []Word, text string, match func(got, want string) bool, see
 	return Line{}, false
 }
 
-// PixelHash is a fast hash of a frame's pixels (FNV-1a, 64 bits, over its rows): equal
-// frames read the same, so a caller may skip OCR of a frame whose hash it has read.
+// pixelSeed seeds PixelHash: one per process, so a hash means nothing outside it.
+var pixelSeed = maphash.MakeSeed()
+
+// PixelHash is a fast hash of a frame's pixels (64 bits, over its rows; the runtime's
+// AES-based hash, several times FNV-1a's speed): equal frames read the same, so a caller
+// may skip OCR of a frame whose hash it has read. It is comparable only within one
+// process.
 func PixelHash(img *image.RGBA) uint64 {
-	h := fnv.New64a()
+	var h maphash.Hash
+	h.SetSeed(pixelSeed)
 	b := img.Bounds()
 	row := b.Dx() * 4
 	for y := b.Min.Y; y < b.Max.Y; y++ {

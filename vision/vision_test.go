@@ -322,3 +322,42 @@ func BenchmarkPrepChat(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPixelHash: the hash of a full 1280x800 capture, taken at every poll of a wait.
+func BenchmarkPixelHash(b *testing.B) {
+	img := image.NewRGBA(image.Rect(0, 0, 1280, 800))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	for b.Loop() {
+		PixelHash(img)
+	}
+}
+
+// TestPixelHash: equal pixels hash equal (whatever image holds them, and only the
+// pixels inside the bounds count); one changed pixel changes the hash.
+func TestPixelHash(t *testing.T) {
+	a := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for i := range a.Pix {
+		a.Pix[i] = uint8(i * 13)
+	}
+	b := image.NewRGBA(a.Rect)
+	copy(b.Pix, a.Pix)
+	crop := a.SubImage(image.Rect(8, 8, 40, 30)).(*image.RGBA)
+	cropCopy := image.NewRGBA(crop.Rect)
+	for y := crop.Rect.Min.Y; y < crop.Rect.Max.Y; y++ {
+		copy(cropCopy.Pix[cropCopy.PixOffset(crop.Rect.Min.X, y):], crop.Pix[crop.PixOffset(crop.Rect.Min.X, y):crop.PixOffset(crop.Rect.Max.X, y)])
+	}
+	if PixelHash(a) != PixelHash(b) || PixelHash(crop) != PixelHash(cropCopy) {
+		t.Fatal("equal pixels hashed differently")
+	}
+	was := PixelHash(crop)
+	a.Pix[a.PixOffset(0, 0)] ^= 1 // outside the crop
+	if PixelHash(crop) != was {
+		t.Error("a pixel outside the bounds changed the hash")
+	}
+	a.Pix[a.PixOffset(20, 20)+2] ^= 1
+	if PixelHash(crop) == was {
+		t.Error("a changed pixel kept the hash")
+	}
+}
