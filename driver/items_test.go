@@ -321,6 +321,25 @@ func (o *titleScript) Recognize(ctx context.Context, img image.Image, m vision.M
 	return []vision.Word{{Text: t, Box: image.Rect(300, 10, 340, 30), Confidence: 95}}, nil
 }
 
+// repaintingTitle is a desk whose title region repaints at every capture (one pixel
+// differs each time), as a header that changes does: each read of it is OCR's.
+type repaintingTitle struct {
+	chatDesk
+	n int
+}
+
+func (d *repaintingTitle) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
+	img, err := d.chatDesk.Capture(ctx, r)
+	if err != nil || r.Dx() != 780 {
+		return img, err
+	}
+	cp := image.NewRGBA(img.Rect)
+	draw.Draw(cp, cp.Rect, img, img.Rect.Min, draw.Src)
+	d.n++
+	cp.Pix[0] = uint8(d.n)
+	return cp, nil
+}
+
 // TestTitleMustHoldForTwoReads: the title check passes only once two reads in a row
 // show the expected title, the second at least titleGap after the first (a read made
 // before, the first of a delivery's, counts when it agrees); a header that lags the
@@ -341,7 +360,8 @@ func TestTitleMustHoldForTwoReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, ocr, _ := sentItemRunner(t)
 			script := &titleScript{splitNameOCR: ocr, titles: tc.titles}
-			r.Reader.OCR = script
+			desk := &repaintingTitle{chatDesk: r.Driver.(chatDesk)}
+			r.Driver, r.Reader.Screen, r.Reader.OCR = desk, desk, script
 			var reads titleReads
 			if tc.first {
 				if err := r.readTitleAgain(context.Background(), &reads); err != nil {
@@ -364,6 +384,8 @@ func TestTitleMustHoldForTwoReads(t *testing.T) {
 	t.Run("never the title", func(t *testing.T) {
 		r, ocr, _ := sentItemRunner(t)
 		r.Profile.Timings.TitleDeadline = Duration{Duration: 400 * time.Millisecond}
+		desk := &repaintingTitle{chatDesk: r.Driver.(chatDesk)}
+		r.Driver, r.Reader.Screen = desk, desk
 		r.Reader.OCR = &titleScript{splitNameOCR: ocr, titles: []string{"Bob", "Bobby"}}
 		err := r.checkTitle(context.Background(), &titleReads{})
 		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), `"Bobby"`) {

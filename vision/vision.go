@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"image"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -152,13 +153,52 @@ func FindPhraseFunc(words []Word, phrase string, match func(got, want string) bo
 
 func trimDecoration(s string) string { return strings.TrimRight(s, "….:,;!?") }
 
-// Reader captures and reads regions of the screen.
+// Reader captures and reads regions of the screen. It remembers its last few reads: a
+// frame with the pixels of one of them, read the same way (region, preparation, mode,
+// characters), gives that read's words without OCR (a step that clicks the button the
+// wait before it found reads nothing new). Its methods are safe for one goroutine at a
+// time, as its OCR engine is.
 type Reader struct {
 	Screen Screen
 	OCR    OCR
 	// Poll is the time between two looks while waiting; default DefaultPoll (an
 	// unchanged capture costs no OCR).
 	Poll time.Duration
+
+	recent [recentReads]recentRead
+	next   int // the slot the next read goes into
+}
+
+// recentReads is how many reads a Reader remembers.
+const recentReads = 8
+
+// recentRead is one remembered read: how it was read, and its words (screen coordinates).
+type recentRead struct {
+	key   readKey
+	words []Word
+}
+
+type readKey struct {
+	region  image.Rectangle
+	prep    Prep
+	mode    Mode
+	charset string
+	pix     uint64
+	ok      bool // the slot holds a read
+}
+
+func (rd *Reader) remembered(k readKey) ([]Word, bool) {
+	for _, r := range rd.recent {
+		if r.key == k {
+			return slices.Clone(r.words), true
+		}
+	}
+	return nil, false
+}
+
+func (rd *Reader) remember(k readKey, words []Word) {
+	rd.recent[rd.next] = recentRead{key: k, words: slices.Clone(words)}
+	rd.next = (rd.next + 1) % recentReads
 }
 
 // Look is one capture of a region and what OCR read in it.
@@ -183,6 +223,10 @@ func (rd *Reader) ReadFrame(ctx context.Context, frame *image.RGBA, r image.Rect
 }
 
 func (rd *Reader) readFrame(ctx context.Context, frame *image.RGBA, r image.Rectangle, prep Prep, mode Mode, charset string) (Look, error) {
+	key := readKey{region: r, prep: prep, mode: mode, charset: charset, pix: PixelHash(frame), ok: true}
+	if words, ok := rd.remembered(key); ok {
+		return Look{Region: r, Frame: frame, Words: words}, nil
+	}
 	img := prep.Apply(frame)
 	words, err := RecognizeCharset(ctx, rd.OCR, img, mode, charset)
 	if err != nil {
@@ -193,6 +237,7 @@ func (rd *Reader) readFrame(ctx context.Context, frame *image.RGBA, r image.Rect
 		b := words[i].Box
 		words[i].Box = image.Rect(b.Min.X/scale, b.Min.Y/scale, (b.Max.X+scale-1)/scale, (b.Max.Y+scale-1)/scale).Add(r.Min)
 	}
+	rd.remember(key, words)
 	return Look{Region: r, Frame: frame, Words: words}, nil
 }
 

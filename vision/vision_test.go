@@ -361,3 +361,45 @@ func TestPixelHash(t *testing.T) {
 		t.Error("a changed pixel kept the hash")
 	}
 }
+
+// TestReaderRemembersRecentReads: a frame with the pixels of one of the last reads, read
+// the same way, gives that read's words without OCR; other pixels, another region or
+// another mode are read; a read pushed out by recentReads newer ones is read again; and
+// a caller changing the words it got does not change what the next one gets.
+func TestReaderRemembersRecentReads(t *testing.T) {
+	ctx := context.Background()
+	r, other := image.Rect(0, 0, 20, 10), image.Rect(5, 0, 25, 10)
+	screen := &scriptedScreen{}
+	ocr := &taggedOCR{found: "a"}
+	rd := &Reader{Screen: screen, OCR: ocr}
+	read := func(tag byte, region image.Rectangle, mode Mode) Look {
+		t.Helper()
+		screen.tags, screen.n = []byte{tag}, 0
+		l, err := rd.Read(ctx, region, Prep{}, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first := read('a', r, Sparse)
+	first.Words[0].Text = "changed by the caller"
+	again := read('a', r, Sparse)
+	read('b', r, Sparse)
+	read('a', r, Sparse)
+	read('a', other, Sparse)
+	read('a', r, SingleLine)
+	if string(ocr.read) != "abaa" {
+		t.Errorf("OCR read frames tagged %q; want %q (the first, then only new pixels, region or mode)", ocr.read, "abaa")
+	}
+	if len(again.Words) != 1 || again.Words[0].Text != "Send" {
+		t.Errorf("a remembered read gave %+v; want the words OCR read", again.Words)
+	}
+	for tag := byte('c'); tag < 'c'+recentReads; tag++ {
+		read(tag, r, Sparse)
+	}
+	ocr.read = nil
+	read('a', r, Sparse)
+	if string(ocr.read) != "a" {
+		t.Errorf("after %d newer reads, OCR read %q; want the frame read again", recentReads, ocr.read)
+	}
+}
