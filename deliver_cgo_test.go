@@ -43,7 +43,7 @@ type replayed struct {
 	fx     *replay.Fixture
 	client *sendonce.Client
 	req    sendonce.DeliveryRequest
-	ocr    *tesseract.Client
+	ocr    *tesseract.Banded
 }
 
 func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
@@ -75,7 +75,7 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.NewBanded()
 	if err != nil {
 		t.Fatal(err)
 	}

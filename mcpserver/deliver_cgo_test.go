@@ -46,7 +46,7 @@ func newReplayServer(t *testing.T, fixture string) *replayServer {
 		t.Fatal(err)
 	}
 	fx := drv.Fixture()
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.NewBanded()
 	if err != nil {
 		t.Fatal(err)
 	}

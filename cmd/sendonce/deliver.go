@@ -192,7 +192,7 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, desk deskto
 		return sendonce.DeliveryResult{}, err
 	}
 	defer c.Close()
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.NewBanded()
 	if err != nil {
 		return sendonce.DeliveryResult{}, usagef("%v", err)
 	}
@@ -218,7 +218,7 @@ func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sen
 	if replayDir != "" {
 		desk = replayDesktop(&deliverFlags{replay: replayDir})
 	}
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.NewBanded()
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}

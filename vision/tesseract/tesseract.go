@@ -15,6 +15,7 @@ import (
 	"image"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/otiai10/gosseract/v2"
 	"golang.org/x/image/bmp"
@@ -126,4 +127,38 @@ func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mod
 			Line: b.BlockNum*1_000_000 + b.ParNum*1_000 + b.LineNum})
 	}
 	return words, nil
+}
+
+// Banded is vision.Banded over engines of its own: a tall read of scattered text is
+// read as two bands at once, one an engine, on a machine with two cores or more.
+type Banded struct {
+	vision.Banded
+	clients []*Client
+}
+
+// NewBanded loads an engine per core, up to two, one after the other (each points
+// stderr at /dev/null while it loads: see New).
+func NewBanded() (*Banded, error) {
+	b := &Banded{}
+	for range min(runtime.NumCPU(), 2) {
+		c, err := New()
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.clients = append(b.clients, c)
+		b.Engines = append(b.Engines, c)
+	}
+	return b, nil
+}
+
+// Close frees the engines.
+func (b *Banded) Close() error {
+	var first error
+	for _, c := range b.clients {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
