@@ -13,9 +13,22 @@ import (
 func main() {
 	reexecForOCR(os.Args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: ownStderr(), getenv: os.Getenv})
 	stop()
 	os.Exit(code)
+}
+
+// ownStderr is a duplicate of file descriptor 2, which the command writes to: a
+// Tesseract engine loads with descriptor 2 pointed at /dev/null (gosseract's doing), and
+// a delivery loads its second engine in the background while it prints its progress.
+// Where the descriptor cannot be duplicated, it is os.Stderr.
+func ownStderr() *os.File {
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		return os.Stderr
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "/dev/stderr")
 }
 
 // reexecForOCR restarts the process with OMP_THREAD_LIMIT=1 for the commands that load

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/otiai10/gosseract/v2"
 	"golang.org/x/image/bmp"
@@ -133,32 +134,67 @@ func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mod
 // read as two bands at once, one an engine, on a machine with two cores or more.
 type Banded struct {
 	vision.Banded
-	clients []*Client
+	first  *Client
+	others []*loading
 }
 
-// NewBanded loads an engine per core, up to two, one after the other (each points
-// stderr at /dev/null while it loads: see New).
+// NewBanded loads one engine now and, on a machine with two cores or more, a second one
+// in the background; reads use it once it has loaded (vision.Banded leaves out an engine
+// that is not Available). While it loads, gosseract points the process's file
+// descriptor 2 at /dev/null (see New): a caller that writes to stderr meanwhile writes
+// to a duplicate of it, as the sendonce command does. An engine that fails to load in
+// the background is never used: the reads are then one engine's, as with one core.
 func NewBanded() (*Banded, error) {
-	b := &Banded{}
-	for range min(runtime.NumCPU(), 2) {
-		c, err := New()
-		if err != nil {
-			b.Close()
-			return nil, err
-		}
-		b.clients = append(b.clients, c)
-		b.Engines = append(b.Engines, c)
+	first, err := New()
+	if err != nil {
+		return nil, err
+	}
+	b := &Banded{first: first}
+	b.Engines = append(b.Engines, first)
+	for range min(runtime.NumCPU(), 2) - 1 {
+		l := &loading{done: make(chan struct{})}
+		go l.load()
+		b.others = append(b.others, l)
+		b.Engines = append(b.Engines, l)
 	}
 	return b, nil
 }
 
-// Close frees the engines.
+// Close frees the engines, once those loading have loaded.
 func (b *Banded) Close() error {
-	var first error
-	for _, c := range b.clients {
-		if err := c.Close(); err != nil && first == nil {
-			first = err
+	err := b.first.Close()
+	for _, l := range b.others {
+		<-l.done
+		if l.c != nil {
+			l.c.Close()
 		}
 	}
-	return first
+	return err
+}
+
+// loading is an engine loading in the background.
+type loading struct {
+	done  chan struct{}
+	ready atomic.Bool
+	c     *Client
+	err   error
+}
+
+func (l *loading) load() {
+	defer close(l.done)
+	if l.c, l.err = New(); l.err == nil {
+		l.ready.Store(true)
+	}
+}
+
+// Available reports whether the engine has loaded.
+func (l *loading) Available() bool { return l.ready.Load() }
+
+// Recognize implements vision.OCR, once loaded (it waits for the load).
+func (l *loading) Recognize(ctx context.Context, img image.Image, mode vision.Mode) ([]vision.Word, error) {
+	<-l.done
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.c.Recognize(ctx, img, mode)
 }
