@@ -13,9 +13,15 @@ import (
 func main() {
 	reexecForOCR(os.Args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: ownStderr(), getenv: os.Getenv})
+	code := run(ctx, os.Args[1:], processEnvironment())
 	stop()
 	os.Exit(code)
+}
+
+// processEnvironment is the command's environment as a process: its standard output,
+// its own stderr (ownStderr) and its environment variables.
+func processEnvironment() *environment {
+	return &environment{stdout: os.Stdout, stderr: ownStderr(), getenv: os.Getenv}
 }
 
 // ownStderr is a duplicate of file descriptor 2, which the command writes to: a

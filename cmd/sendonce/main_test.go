@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SENDONCE_AS_CLI") == "1" {
 		// As main does: SIGINT and SIGTERM cancel the command's context.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], &environment{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+		code := run(ctx, os.Args[1:], processEnvironment())
 		stop()
 		os.Exit(code)
 	}
