@@ -14,8 +14,8 @@ import (
 // Words keep the image's coordinates; those of band k have Line numbers of their own
 // (k*BandLines added).
 //
-// An engine that implements Available() and says false (a model still loading) is left
-// out. Each engine is used by one goroutine at a time, as OCR requires; Banded itself is
+// An engine after the first that implements Available() and says false (a model still
+// loading) is left out; the first is always used. Each engine is used by one goroutine at a time, as OCR requires; Banded itself is
 // too.
 type Banded struct {
 	Engines []OCR

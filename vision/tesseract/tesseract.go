@@ -134,42 +134,47 @@ func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mod
 // read as two bands at once, one an engine, on a machine with two cores or more.
 type Banded struct {
 	vision.Banded
-	first  *Client
-	others []*loading
+	engines []*loading
 }
 
-// NewBanded loads one engine now and, on a machine with two cores or more, a second one
-// in the background; reads use it once it has loaded (vision.Banded leaves out an engine
-// that is not Available). While it loads, gosseract points the process's file
-// descriptor 2 at /dev/null (see New): a caller that writes to stderr meanwhile writes
-// to a duplicate of it, as the sendonce command does. An engine that fails to load in
-// the background is never used: the reads are then one engine's, as with one core.
+// NewBanded starts loading an engine per core, up to two, in the background and returns
+// at once (the model takes about 0.2 s to load, which the caller's own start-up work
+// overlaps): the first read waits for the first engine, and the second engine is used
+// once it has loaded (vision.Banded leaves out an engine that is not Available). They
+// load one after the other: while one loads, gosseract points the process's file
+// descriptor 2 at /dev/null (see New), so a caller that writes to stderr meanwhile
+// writes to a duplicate of it, as the sendonce command does. If the first engine fails
+// to load, every read fails with its error; a second that fails is never used.
 func NewBanded() (*Banded, error) {
-	first, err := New()
-	if err != nil {
+	if err := LanguageAvailable("eng"); err != nil {
 		return nil, err
 	}
-	b := &Banded{first: first}
-	b.Engines = append(b.Engines, first)
-	for range min(runtime.NumCPU(), 2) - 1 {
+	b := &Banded{}
+	for range min(runtime.NumCPU(), 2) {
 		l := &loading{done: make(chan struct{})}
-		go l.load()
-		b.others = append(b.others, l)
+		b.engines = append(b.engines, l)
 		b.Engines = append(b.Engines, l)
 	}
+	go func() {
+		for _, l := range b.engines {
+			l.load()
+		}
+	}()
 	return b, nil
 }
 
-// Close frees the engines, once those loading have loaded.
+// Close frees the engines, once they have loaded.
 func (b *Banded) Close() error {
-	err := b.first.Close()
-	for _, l := range b.others {
+	var first error
+	for _, l := range b.engines {
 		<-l.done
 		if l.c != nil {
-			l.c.Close()
+			if err := l.c.Close(); err != nil && first == nil {
+				first = err
+			}
 		}
 	}
-	return err
+	return first
 }
 
 // loading is an engine loading in the background.
