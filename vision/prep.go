@@ -35,16 +35,22 @@ func (p Prep) Apply(img *image.RGBA) image.Image {
 	} else if s > 1 {
 		out = scaleNearest(gray, s)
 	}
-	if p.Threshold != 0 {
-		for i, v := range out.Pix {
-			if v < p.Threshold {
-				out.Pix[i] = 0
-			} else {
-				out.Pix[i] = 255
-			}
+	p.threshold(out)
+	return out
+}
+
+// threshold makes g black below p.Threshold and white at or above it (none when 0).
+func (p Prep) threshold(g *image.Gray) {
+	if p.Threshold == 0 {
+		return
+	}
+	for i, v := range g.Pix {
+		if v < p.Threshold {
+			g.Pix[i] = 0
+		} else {
+			g.Pix[i] = 255
 		}
 	}
-	return out
 }
 
 // gray is img's luma (inverted when p says so), at the origin.

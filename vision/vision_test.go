@@ -291,15 +291,7 @@ func applyWithDraw(p Prep, img *image.RGBA) *image.Gray {
 		}
 		scaler.Scale(out, out.Bounds(), gray, gray.Bounds(), xdraw.Src, nil)
 	}
-	if p.Threshold != 0 {
-		for i, v := range out.Pix {
-			if v < p.Threshold {
-				out.Pix[i] = 0
-			} else {
-				out.Pix[i] = 255
-			}
-		}
-	}
+	p.threshold(out)
 	return out
 }
 
