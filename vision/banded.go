@@ -74,7 +74,7 @@ func (b *Banded) RecognizeCharset(ctx context.Context, img image.Image, mode Mod
 
 // available is the engines ready to read, the first always.
 func (b *Banded) available() []OCR {
-	out := b.Engines[:1]
+	out := []OCR{b.Engines[0]}
 	for _, e := range b.Engines[1:] {
 		if a, ok := e.(interface{ Available() bool }); ok && !a.Available() {
 			continue

@@ -667,9 +667,9 @@ func seenWhole(words []Word, text string, match func(got, want string) bool, see
 var pixelSeed = maphash.MakeSeed()
 
 // PixelHash is a fast hash of a frame's pixels (64 bits, over its rows; the runtime's
-// AES-based hash, several times FNV-1a's speed): equal frames read the same, so a caller
-// may skip OCR of a frame whose hash it has read. It is comparable only within one
-// process.
+// map hash, AES-based where the CPU has AES, several times FNV-1a's speed): equal frames
+// read the same, so a caller may skip OCR of a frame whose hash it has read. It is
+// comparable only within one process.
 func PixelHash(img *image.RGBA) uint64 {
 	var h maphash.Hash
 	h.SetSeed(pixelSeed)

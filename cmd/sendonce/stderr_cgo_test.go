@@ -22,7 +22,7 @@ import (
 // them are lost, so the test did write while the engine loaded.
 func TestStderrLinesSurviveABackgroundEngineLoad(t *testing.T) {
 	if runtime.NumCPU() < 2 {
-		t.Fatal("this test needs two cores: with one, no engine loads in the background")
+		t.Skip("one core: no engine loads in the background, so there is nothing to lose")
 	}
 	path := filepath.Join(t.TempDir(), "stderr")
 	f, err := os.Create(path)

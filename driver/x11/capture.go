@@ -58,14 +58,14 @@ func newCapturer(c *xgb.Conn) capturer {
 		}
 	}
 	if cp.ok {
-		cp.shared = attachSegment(c, cp.bounds.Dx()*cp.bounds.Dy()*4)
+		cp.shared = attachSegment(c, screen.Root, cp.bounds.Dx()*cp.bounds.Dy()*4)
 	}
 	return cp
 }
 
 // attachSegment sets up a shared segment of size bytes with the X server, or returns
 // nil when it cannot (the captures then use the socket).
-func attachSegment(c *xgb.Conn, size int) *segment {
+func attachSegment(c *xgb.Conn, root xproto.Window, size int) *segment {
 	if size <= 0 || shm.Init(c) != nil {
 		return nil
 	}
@@ -86,14 +86,50 @@ func attachSegment(c *xgb.Conn, size int) *segment {
 		unix.SysvShmDetach(buf)
 		return nil
 	}
-	return &segment{seg: seg, buf: buf}
+	sg := &segment{seg: seg, buf: buf}
+	if !sg.sharedWith(c, root) {
+		shm.Detach(c, seg)
+		unix.SysvShmDetach(buf)
+		return nil
+	}
+	return sg
 }
 
-// close detaches the shared segment, if any.
-func (cp capturer) close(c *xgb.Conn) {
+// sharedWith reports whether the server writes into this process's memory: a server in
+// another IPC namespace attaches a segment of its own with the same id. A few pixels
+// read through the segment (over bytes set to 0xff first) must be those of a GetImage
+// over the socket, read twice in case the screen changed between the reads.
+func (sg *segment) sharedWith(c *xgb.Conn, root xproto.Window) bool {
+	const w = 16
+	for range 2 {
+		for i := range 4 * w {
+			sg.buf[i] = 0xff
+		}
+		viaShm, err := shm.GetImage(c, xproto.Drawable(root), 0, 0, w, 1, 0xffffffff, xproto.ImageFormatZPixmap, sg.seg, 0).Reply()
+		if err != nil || viaShm.Size < 4*w {
+			return false
+		}
+		viaSocket, err := xproto.GetImage(c, xproto.ImageFormatZPixmap, xproto.Drawable(root), 0, 0, w, 1, 0xffffffff).Reply()
+		if err != nil || len(viaSocket.Data) < 4*w {
+			return false
+		}
+		same := true
+		for i := 0; i < 4*w; i += 4 { // B, G, R; the fourth byte is padding
+			same = same && sg.buf[i] == viaSocket.Data[i] && sg.buf[i+1] == viaSocket.Data[i+1] && sg.buf[i+2] == viaSocket.Data[i+2]
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+// unmap unmaps the shared segment, if any, on the connection's end; the server detaches
+// its end when the connection closes.
+func (cp *capturer) unmap() {
 	if cp.shared != nil {
-		shm.Detach(c, cp.shared.seg)
 		unix.SysvShmDetach(cp.shared.buf)
+		cp.shared = nil
 	}
 }
 

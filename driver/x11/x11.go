@@ -46,12 +46,13 @@ func Open(display string) (*Desktop, error) {
 	return &Desktop{conn: c, capture: newCapturer(c)}, nil
 }
 
-// Close detaches the capture's shared memory and closes the X connection.
+// Close closes the X connection (a capture waiting on the server returns) and unmaps
+// the capture's shared memory.
 func (d *Desktop) Close() {
+	d.conn.Close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.capture.close(d.conn)
-	d.conn.Close()
+	d.capture.unmap()
 }
 
 func (d *Desktop) Windows(ctx context.Context) ([]driver.Window, error) {

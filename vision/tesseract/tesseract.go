@@ -30,7 +30,9 @@ type Client struct {
 }
 
 // New makes an English engine, its model loaded. It fails with a clear error when the
-// language data is missing. Call it before starting work that writes to stderr.
+// language data is missing. While it loads, gosseract points the process's file
+// descriptor 2 at /dev/null: call it before starting work that writes there, or write
+// to a duplicate of it (NewBanded's second engine loads beside the caller's work).
 func New() (*Client, error) {
 	if err := LanguageAvailable("eng"); err != nil {
 		return nil, err
@@ -46,10 +48,10 @@ func New() (*Client, error) {
 		c.Close()
 		return nil, err
 	}
-	// Load the model now (about 0.2 s), not at the first Recognize: gosseract points the
-	// process's stderr at /dev/null while Tesseract initialises, so a line written
-	// there meanwhile by another goroutine (a lease warning, a server's "serving" line)
-	// would be lost. Loading it in the background, beside the caller's work, lost them.
+	// Load the model now (about 0.2 s), not at the first Recognize: gosseract points
+	// descriptor 2 at /dev/null while Tesseract initialises, so a line written there
+	// meanwhile by another goroutine (a lease warning, a server's "serving" line) is
+	// lost unless it goes to a duplicate of the descriptor.
 	cl := &Client{c: c}
 	if _, err := cl.Recognize(context.Background(), image.NewGray(image.Rect(0, 0, 8, 8)), vision.Sparse); err != nil {
 		c.Close()
@@ -137,29 +139,30 @@ type Banded struct {
 	engines []*loading
 }
 
-// NewBanded starts loading an engine per core, up to two, in the background and returns
-// at once (the model takes about 0.2 s to load, which the caller's own start-up work
-// overlaps): the first read waits for the first engine, and the second engine is used
-// once it has loaded (vision.Banded leaves out an engine that is not Available). They
-// load one after the other: while one loads, gosseract points the process's file
-// descriptor 2 at /dev/null (see New), so a caller that writes to stderr meanwhile
-// writes to a duplicate of it, as the sendonce command does. If the first engine fails
-// to load, every read fails with its error; a second that fails is never used.
+// NewBanded loads one engine now (a model that cannot load fails here, before the
+// caller claims anything) and, on a machine with two cores or more, a second one in the
+// background, used once it has loaded (vision.Banded leaves out an engine that is not
+// Available). While the second loads, gosseract points the process's file descriptor 2
+// at /dev/null (see New): a caller that writes to stderr meanwhile writes to a duplicate
+// of it, as the sendonce command does. A second engine that fails to load is never
+// used: the reads are then one engine's, as with one core.
 func NewBanded() (*Banded, error) {
-	if err := LanguageAvailable("eng"); err != nil {
+	first, err := New()
+	if err != nil {
 		return nil, err
 	}
-	b := &Banded{}
-	for range min(runtime.NumCPU(), 2) {
+	done := make(chan struct{})
+	close(done)
+	loaded := &loading{done: done, c: first}
+	loaded.ready.Store(true)
+	b := &Banded{engines: []*loading{loaded}}
+	b.Engines = append(b.Engines, first)
+	for range min(runtime.NumCPU(), 2) - 1 {
 		l := &loading{done: make(chan struct{})}
+		go l.load()
 		b.engines = append(b.engines, l)
 		b.Engines = append(b.Engines, l)
 	}
-	go func() {
-		for _, l := range b.engines {
-			l.load()
-		}
-	}()
 	return b, nil
 }
 
@@ -202,4 +205,13 @@ func (l *loading) Recognize(ctx context.Context, img image.Image, mode vision.Mo
 		return nil, l.err
 	}
 	return l.c.Recognize(ctx, img, mode)
+}
+
+// RecognizeCharset implements vision.CharsetOCR, once loaded (it waits for the load).
+func (l *loading) RecognizeCharset(ctx context.Context, img image.Image, mode vision.Mode, charset string) ([]vision.Word, error) {
+	<-l.done
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.c.RecognizeCharset(ctx, img, mode, charset)
 }
