@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -448,5 +449,34 @@ func TestFramesAheadOfTheirRecord(t *testing.T) {
 	}
 	if _, err := Verify(dir, VerifyOptions{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a sealed bundle with a frame no record names: %v; want it refused", err)
+	}
+}
+
+// TestCreateIsWholeOrAbsent: a bundle appears whole (manifest and steps file made in a
+// hidden folder beside it, then renamed into place), with nothing else left beside it;
+// a second bundle of the same name is refused as existing, and leaves nothing either.
+func TestCreateIsWholeOrAbsent(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "b")
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"manifest.json", "steps.jsonl", "frames", "ocr"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("the new bundle lacks %s: %v", name, err)
+		}
+	}
+	if _, err := Create(dir, testManifest("report.txt", content), newStepClock()); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("a second Create of %s: %v; want it refused as existing", dir, err)
+	}
+	entries, _ := os.ReadDir(parent)
+	if len(entries) != 1 || entries[0].Name() != "b" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("beside the bundle: %v; want the bundle alone", names)
 	}
 }

@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"github.com/sendonce/sendonce/internal/clock"
 	"image"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Clock gives the wall time and a monotonic reading; tests inject a fixed one.
@@ -101,37 +104,83 @@ func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, dirMode); err != nil {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil, fmt.Errorf("evidence bundle: %s: %w", dir, fs.ErrExist)
+	}
+	// The bundle is made whole in a hidden folder beside it and then renamed into place,
+	// so that a process killed while making it leaves no bundle without its manifest
+	// (a ".NAME.creating-*" folder is left instead, and no bundle).
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".creating-")
+	if err != nil {
 		return nil, fmt.Errorf("evidence bundle: %w", err)
 	}
-	for _, sub := range []string{"frames", "ocr"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), dirMode); err != nil {
-			return nil, err
+	f, mb, err := startBundle(tmp, m)
+	if err == nil {
+		if err = renameNoReplace(tmp, dir); err != nil {
+			f.Close()
 		}
 	}
-	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return nil, err
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("evidence bundle: %w", err)
 	}
-	mb = append(mb, '\n')
-	if m.Profile != nil {
-		if err := writeDurable(filepath.Join(dir, "profile.json"), m.Profile.Text); err != nil {
-			return nil, err
-		}
-	}
-	if err := writeDurable(filepath.Join(dir, "manifest.json"), mb); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "steps.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, fileMode)
-	if err != nil {
-		return nil, err
-	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(filepath.Dir(dir)); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return &Recorder{dir: dir, steps: f, clock: clock, start: clock.Now(), head: sum(mb), pixels: map[[32]byte]string{},
 		format: m.Format, workstation: m.Workstation}, nil
+}
+
+// startBundle writes a bundle's folders, profile and manifest in dir and opens its
+// steps file, all made durable; it returns the steps file and the manifest's bytes.
+func startBundle(dir string, m Manifest) (*os.File, []byte, error) {
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return nil, nil, err
+	}
+	for _, sub := range []string{"frames", "ocr"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), dirMode); err != nil {
+			return nil, nil, err
+		}
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	mb = append(mb, '\n')
+	if m.Profile != nil {
+		if err := writeDurable(filepath.Join(dir, "profile.json"), m.Profile.Text); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := writeDurable(filepath.Join(dir, "manifest.json"), mb); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "steps.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, fileMode)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, mb, nil
+}
+
+// renameNoReplace renames the folder from to to, which must not exist. Where the
+// filesystem cannot refuse to replace (no RENAME_NOREPLACE), it is checked first.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if _, err := os.Lstat(to); err == nil {
+			return fmt.Errorf("%s: %w", to, fs.ErrExist)
+		}
+		return os.Rename(from, to)
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s: %w", to, fs.ErrExist)
+	}
+	return err
 }
 
 // Dir is the bundle's directory.
