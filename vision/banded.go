@@ -10,7 +10,8 @@ import (
 // engine, at the same time: a chat read of 0.37 s on one core takes about the time of its
 // larger band on two. It cuts only in a run of blank rows (every pixel of the row the
 // same), the run nearest the middle, so that no line of text is cut; an image without
-// one, a short one, another mode or a charset read is read whole by the first engine.
+// one, a short one, one neither gray nor RGBA, another mode or a charset read is read
+// whole by the first engine.
 // Words keep the image's coordinates; those of band k have Line numbers of their own
 // (k*BandLines added).
 //
@@ -85,15 +86,17 @@ func (b *Banded) available() []OCR {
 }
 
 // blankCut is the row at which to cut img in two: the middle of the run of at least
-// blankRun blank rows nearest img's middle, with minBandRows on either side.
+// blankRun blank rows nearest img's middle, with minBandRows on either side. Only a gray
+// or RGBA image (what Prep gives) is cut.
 func blankCut(img image.Image) (int, bool) {
 	r := img.Bounds()
-	if r.Dy() < 2*minBandRows {
+	pix, ok := pixelsOf(img)
+	if !ok || r.Dy() < 2*minBandRows {
 		return 0, false
 	}
 	blank := make([]bool, r.Dy())
 	for y := range blank {
-		blank[y] = blankRow(img, r.Min.Y+y)
+		blank[y] = blankRow(pix.row(r.Min.Y+y), pix.bpp)
 	}
 	best, found := 0, false
 	for y := 0; y < len(blank); {
@@ -115,58 +118,54 @@ func blankCut(img image.Image) (int, bool) {
 	return r.Min.Y + best, found
 }
 
-// blankRow: every pixel of row y is the same.
-func blankRow(img image.Image, y int) bool {
-	r := img.Bounds()
+// pixels is a gray or RGBA image's bytes: its rows within its bounds, bpp bytes a pixel.
+type pixels struct {
+	img image.Image
+	pix []byte
+	off func(x, y int) int
+	bpp int
+}
+
+func pixelsOf(img image.Image) (pixels, bool) {
 	switch m := img.(type) {
 	case *image.Gray:
-		row := m.Pix[m.PixOffset(r.Min.X, y):m.PixOffset(r.Max.X, y)]
-		for _, v := range row {
-			if v != row[0] {
-				return false
-			}
-		}
-		return true
+		return pixels{img, m.Pix, m.PixOffset, 1}, true
 	case *image.RGBA:
-		row := m.Pix[m.PixOffset(r.Min.X, y):m.PixOffset(r.Max.X, y)]
-		for i := 4; i < len(row); i += 4 {
-			if row[i] != row[0] || row[i+1] != row[1] || row[i+2] != row[2] || row[i+3] != row[3] {
+		return pixels{img, m.Pix, m.PixOffset, 4}, true
+	}
+	return pixels{}, false
+}
+
+func (p pixels) row(y int) []byte {
+	r := p.img.Bounds()
+	return p.pix[p.off(r.Min.X, y):p.off(r.Max.X, y)]
+}
+
+// blankRow: every pixel of row (bpp bytes each) is the same.
+func blankRow(row []byte, bpp int) bool {
+	for i := bpp; i+bpp <= len(row); i += bpp {
+		for k := range bpp {
+			if row[i+k] != row[k] {
 				return false
 			}
-		}
-		return true
-	}
-	first := img.At(r.Min.X, y)
-	for x := r.Min.X + 1; x < r.Max.X; x++ {
-		if img.At(x, y) != first {
-			return false
 		}
 	}
 	return true
 }
 
-// atOrigin is the part band of img, copied into an image at the origin (an engine's
-// boxes are in its image's own coordinates from (0, 0)).
+// atOrigin is the part band of img (gray or RGBA, as blankCut requires), copied into an
+// image of its kind at the origin (an engine's boxes are in its image's own
+// coordinates from (0, 0)).
 func atOrigin(img image.Image, band image.Rectangle) image.Image {
-	switch m := img.(type) {
-	case *image.Gray:
-		out := image.NewGray(image.Rect(0, 0, band.Dx(), band.Dy()))
-		for y := range band.Dy() {
-			copy(out.Pix[y*out.Stride:], m.Pix[m.PixOffset(band.Min.X, band.Min.Y+y):m.PixOffset(band.Max.X, band.Min.Y+y)])
-		}
-		return out
-	case *image.RGBA:
-		out := image.NewRGBA(image.Rect(0, 0, band.Dx(), band.Dy()))
-		for y := range band.Dy() {
-			copy(out.Pix[y*out.Stride:], m.Pix[m.PixOffset(band.Min.X, band.Min.Y+y):m.PixOffset(band.Max.X, band.Min.Y+y)])
-		}
-		return out
+	r := image.Rect(0, 0, band.Dx(), band.Dy())
+	var out image.Image = image.NewRGBA(r)
+	if _, gray := img.(*image.Gray); gray {
+		out = image.NewGray(r)
 	}
-	out := image.NewRGBA(image.Rect(0, 0, band.Dx(), band.Dy()))
+	src, _ := pixelsOf(img)
+	dst, _ := pixelsOf(out)
 	for y := range band.Dy() {
-		for x := range band.Dx() {
-			out.Set(x, y, img.At(band.Min.X+x, band.Min.Y+y))
-		}
+		copy(dst.row(y), src.pix[src.off(band.Min.X, band.Min.Y+y):src.off(band.Max.X, band.Min.Y+y)])
 	}
 	return out
 }

@@ -45,12 +45,12 @@ func (o *runReader) Recognize(_ context.Context, img image.Image, _ Mode) ([]Wor
 	r := g.Bounds()
 	var out []Word
 	for y := r.Min.Y; y < r.Max.Y; {
-		if blankRow(g, y) {
+		if blankRow(g.Pix[g.PixOffset(r.Min.X, y):g.PixOffset(r.Max.X, y)], 1) {
 			y++
 			continue
 		}
 		end := y
-		for end < r.Max.Y && !blankRow(g, end) {
+		for end < r.Max.Y && !blankRow(g.Pix[g.PixOffset(r.Min.X, end):g.PixOffset(r.Max.X, end)], 1) {
 			end++
 		}
 		out = append(out, Word{Text: fmt.Sprint(g.Pix[g.PixOffset(r.Min.X, y)]), Box: image.Rect(0, y-r.Min.Y, r.Dx(), end-r.Min.Y), Line: len(out)})

@@ -136,7 +136,8 @@ func (c *Client) Recognize(ctx context.Context, img image.Image, mode vision.Mod
 // read as two bands at once, one an engine, on a machine with two cores or more.
 type Banded struct {
 	vision.Banded
-	engines []*loading
+	first  *Client
+	others []*loading
 }
 
 // NewBanded loads one engine now (a model that cannot load fails here, before the
@@ -151,33 +152,27 @@ func NewBanded() (*Banded, error) {
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
-	close(done)
-	loaded := &loading{done: done, c: first}
-	loaded.ready.Store(true)
-	b := &Banded{engines: []*loading{loaded}}
+	b := &Banded{first: first}
 	b.Engines = append(b.Engines, first)
 	for range min(runtime.NumCPU(), 2) - 1 {
 		l := &loading{done: make(chan struct{})}
 		go l.load()
-		b.engines = append(b.engines, l)
+		b.others = append(b.others, l)
 		b.Engines = append(b.Engines, l)
 	}
 	return b, nil
 }
 
-// Close frees the engines, once they have loaded.
+// Close frees the engines, once those loading have loaded.
 func (b *Banded) Close() error {
-	var first error
-	for _, l := range b.engines {
+	err := b.first.Close()
+	for _, l := range b.others {
 		<-l.done
 		if l.c != nil {
-			if err := l.c.Close(); err != nil && first == nil {
-				first = err
-			}
+			l.c.Close()
 		}
 	}
-	return first
+	return err
 }
 
 // loading is an engine loading in the background.
