@@ -211,6 +211,11 @@ type Driver struct {
 	// its own: the text itself when nil. A test sets it to play an app that lost a key
 	// (see OCR).
 	Shows func(typed string) string
+	// Repaint, if set, is what the app showed after so many input events, given the
+	// frame the recording holds there (which it must not change): a test sets it to
+	// play an app that drew something else at that point, a control still insensitive
+	// say.
+	Repaint func(inputs int, recorded *image.RGBA) *image.RGBA
 }
 
 // typing is text typed at an input where the recording typed other text.
@@ -267,6 +272,9 @@ func (d *Driver) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, e
 	img, err := d.frame(st.Frame)
 	if err != nil {
 		return nil, err
+	}
+	if d.Repaint != nil {
+		img = d.Repaint(d.k, img)
 	}
 	return crop(img, r), nil
 }
