@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/driver/x11"
 	"github.com/sendonce/sendonce/evidence"
@@ -182,4 +185,98 @@ func openChooser(b *testing.B, ctx context.Context, d *x11.Desktop) driver.Windo
 	}
 	b.Fatal("the file chooser did not open (is a conversation open in the test bed's Gajim?)")
 	return driver.Window{}
+}
+
+// TestLiveTypingReachesTheWindow: text typed on the live desktop reaches the focused
+// window as exactly its characters, in order, Shift held where the character needs
+// it. The test maps a window of its own on the test bed's display, gives it the
+// keyboard focus, types every printable ASCII character (and a path) through the
+// driver, and decodes the key presses the window receives with the display's keyboard
+// map. On the local Xvfb the text goes as XTest events on the driver's own connection,
+// not through robotgo.
+func TestLiveTypingReachesTheWindow(t *testing.T) {
+	display := liveTestBed(t).display(t)
+	t.Setenv("DISPLAY", display)
+	d, err := x11.Open(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.TypesWithXTest() {
+		t.Error("text typed on a local Xvfb does not go as XTest events on the driver's connection: it fell back to robotgo")
+	}
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	setup := xproto.Setup(c)
+	screen := setup.DefaultScreen(c)
+	win, err := xproto.NewWindowId(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xproto.CreateWindow(c, screen.RootDepth, win, screen.Root, 0, 0, 400, 100, 0, xproto.WindowClassInputOutput, screen.RootVisual,
+		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskKeyPress | xproto.EventMaskStructureNotify})
+	xproto.MapWindow(c, win)
+	defer xproto.DestroyWindow(c, win)
+	for { // mapped (override-redirect: no window manager in between)
+		ev, err := c.WaitForEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ev.(xproto.MapNotifyEvent); ok {
+			break
+		}
+	}
+	before, err := xproto.GetInputFocus(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, win, xproto.TimeCurrentTime)
+	defer xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, before.Focus, xproto.TimeCurrentTime)
+	if _, err := xproto.GetInputFocus(c).Reply(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := xproto.GetKeyboardMapping(c, setup.MinKeycode, byte(setup.MaxKeycode-setup.MinKeycode+1)).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for r := rune(0x20); r <= 0x7e; r++ {
+		want.WriteRune(r)
+	}
+	want.WriteString("/var/lib/sendonce/staging/0a1B2c3D/Report_final-v2.txt")
+	if err := d.Type(context.Background(), want.String()); err != nil {
+		t.Fatal(err)
+	}
+	xproto.GetInputFocus(c).Reply() // a round trip: every event the typing caused is queued
+	var got strings.Builder
+	for {
+		ev, err := c.PollForEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev == nil {
+			break
+		}
+		k, ok := ev.(xproto.KeyPressEvent)
+		if !ok || k.Event != win {
+			continue
+		}
+		level := 0
+		if k.State&xproto.ModMaskShift != 0 {
+			level = 1
+		}
+		i := int(k.Detail-setup.MinKeycode)*int(m.KeysymsPerKeycode) + level
+		if i < 0 || i >= len(m.Keysyms) {
+			t.Fatalf("a key press of keycode %d, outside the keyboard map", k.Detail)
+		}
+		if r := rune(m.Keysyms[i]); r >= 0x20 && r <= 0x7e {
+			got.WriteRune(r)
+		}
+	}
+	if got.String() != want.String() {
+		t.Fatalf("the window received\n%q\nwant\n%q", got.String(), want.String())
+	}
 }

@@ -1,6 +1,7 @@
 //go:build cgo
 
-// Package x11 is the live Driver: robotgo sends the input events (XTest), X11 (xgb)
+// Package x11 is the live Driver: robotgo sends the input events (XTest) but typed text,
+// which goes as XTest events on the package's own X connection (typing.go); X11 (xgb)
 // lists and activates windows, and captures the screen over its own X connection
 // (vision.X11Screen, a new connection a capture, for pixel formats it does not read).
 // It acts on the display named by $DISPLAY.
@@ -28,6 +29,7 @@ type Desktop struct {
 	conn    *xgb.Conn
 	capture capturer         // on conn: the common pixel format
 	screen  vision.X11Screen // any other format, and the display's bounds
+	typist  *typist          // on conn; nil: robotgo types (no XTest or no Shift key)
 }
 
 // Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
@@ -43,7 +45,8 @@ func Open(display string) (*Desktop, error) {
 		return nil, fmt.Errorf("robotgo: display %q: %w", display, err)
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
-	return &Desktop{conn: c, capture: newCapturer(c)}, nil
+	t, _ := newTypist(c) // without one, robotgo types every character
+	return &Desktop{conn: c, capture: newCapturer(c), typist: t}, nil
 }
 
 // Close closes the X connection (a capture waiting on the server returns) and unmaps
@@ -123,8 +126,11 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	robotgo.Type(text)
-	return nil
+	if d.typist == nil {
+		robotgo.Type(text)
+		return nil
+	}
+	return d.typist.typeText(ctx, d.conn, text)
 }
 
 func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
@@ -137,6 +143,10 @@ func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, 
 }
 
 func (d *Desktop) Bounds() image.Rectangle { return d.screen.Bounds() }
+
+// TypesWithXTest reports whether typed text goes as XTest events on the desktop's own
+// connection (else robotgo types it).
+func (d *Desktop) TypesWithXTest() bool { return d.typist != nil }
 
 // SharesMemory reports whether captures come through a segment shared with the X
 // server (MIT-SHM) rather than through the socket.

@@ -1,0 +1,35 @@
+//go:build cgo
+
+package x11
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/jezek/xgb/xproto"
+)
+
+// TestKeysOnMap: a character is typed with the first key that has it on its first
+// level, else the first that has it on its second (with Shift); keysyms that are not
+// printable ASCII (Shift_L, none) name no character.
+func TestKeysOnMap(t *testing.T) {
+	syms := []xproto.Keysym{
+		'a', 'A', // keycode 8
+		'1', '!', // 9
+		'!', 0, // 10: '!' without Shift, preferred to 9's
+		keysymShiftL, 0, // 11
+		'a', 'A', // 12: the first key wins
+		0xe9, 0xc9, // 13: é, É: not ASCII, robotgo types them
+	}
+	got := keysOnMap(8, 2, syms)
+	want := map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}, '1': {9, false}, '!': {10, false}}
+	if !maps.Equal(got, want) {
+		t.Errorf("keysOnMap = %v; want %v", got, want)
+	}
+	if got := keysOnMap(8, 1, syms); len(got) != 0 {
+		t.Errorf("one keysym a key (no second level): %v; want none", got)
+	}
+	if got, want := keysOnMap(8, 2, syms[:3]), map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}}; !maps.Equal(got, want) {
+		t.Errorf("a map cut short within a key: %v; want only the whole key's %v", got, want)
+	}
+}
