@@ -6,12 +6,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/driver/x11"
@@ -132,7 +135,7 @@ func BenchmarkLiveTypedPathReadBack(b *testing.B) {
 	b.ReportMetric(typing.Seconds()*1000/float64(paths), "ms-typing/path")
 }
 
-// typePath types through the driver (robotgo), or with SENDONCE_TYPED_WITH=xdotool:MS
+// typePath types through the driver (XTest events on its connection), or with SENDONCE_TYPED_WITH=xdotool:MS
 // through xdotool at MS milliseconds a character (the rate the anchor script types at,
 // to measure what the location field accepts at it).
 func typePath(ctx context.Context, d *x11.Desktop, path string) error {
@@ -189,11 +192,13 @@ func openChooser(b *testing.B, ctx context.Context, d *x11.Desktop) driver.Windo
 
 // TestLiveTypingReachesTheWindow: text typed on the live desktop reaches the focused
 // window as exactly its characters, in order, Shift held where the character needs
-// it. The test maps a window of its own on the test bed's display, gives it the
-// keyboard focus, types every printable ASCII character (and a path) through the
-// driver, and decodes the key presses the window receives with the display's keyboard
-// map. On the local Xvfb the text goes as XTest events on the driver's own connection,
-// not through robotgo.
+// it, and no key is left down. The test maps a window of its own on the test bed's
+// display, gives it the keyboard focus (and fails if it did not get it: the keys would
+// go to Gajim), types every printable ASCII character and a path through the driver,
+// and decodes the key presses the window receives with the display's keyboard map; a
+// press of any other key fails it. On the local Xvfb the text goes as XTest events on
+// the driver's own connection, not through robotgo. With CapsLock on, typing is
+// refused before any key is pressed.
 func TestLiveTypingReachesTheWindow(t *testing.T) {
 	display := liveTestBed(t).display(t)
 	t.Setenv("DISPLAY", display)
@@ -202,14 +207,17 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if !d.TypesWithXTest() {
-		t.Error("text typed on a local Xvfb does not go as XTest events on the driver's connection: it fell back to robotgo")
+	if err := d.XTestTyping(); err != nil {
+		t.Errorf("text typed on a local Xvfb does not go as XTest events on the driver's connection (%v): robotgo types it", err)
 	}
 	c, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if err := xtest.Init(c); err != nil {
+		t.Fatal(err)
+	}
 	setup := xproto.Setup(c)
 	screen := setup.DefaultScreen(c)
 	win, err := xproto.NewWindowId(c)
@@ -234,20 +242,29 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, win, xproto.TimeCurrentTime)
-	defer xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, before.Focus, xproto.TimeCurrentTime)
-	if _, err := xproto.GetInputFocus(c).Reply(); err != nil {
-		t.Fatal(err)
+	defer xproto.SetInputFocus(c, before.RevertTo, before.Focus, xproto.TimeCurrentTime)
+	if now, err := xproto.GetInputFocus(c).Reply(); err != nil || now.Focus != win {
+		t.Fatalf("the test's window did not get the keyboard focus (%v): typing now would reach another window", err)
 	}
 	m, err := xproto.GetKeyboardMapping(c, setup.MinKeycode, byte(setup.MaxKeycode-setup.MinKeycode+1)).Reply()
 	if err != nil {
 		t.Fatal(err)
+	}
+	n := int(m.KeysymsPerKeycode)
+	keysym := func(code xproto.Keycode, level int) xproto.Keysym {
+		i := int(code-setup.MinKeycode)*n + level
+		if i < 0 || i >= len(m.Keysyms) {
+			t.Fatalf("a key press of keycode %d, outside the keyboard map", code)
+		}
+		return m.Keysyms[i]
 	}
 	var want strings.Builder
 	for r := rune(0x20); r <= 0x7e; r++ {
 		want.WriteRune(r)
 	}
 	want.WriteString("/var/lib/sendonce/staging/0a1B2c3D/Report_final-v2.txt")
-	if err := d.Type(context.Background(), want.String()); err != nil {
+	ctx := context.Background()
+	if err := d.Type(ctx, want.String()); err != nil {
 		t.Fatal(err)
 	}
 	xproto.GetInputFocus(c).Reply() // a round trip: every event the typing caused is queued
@@ -264,19 +281,58 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 		if !ok || k.Event != win {
 			continue
 		}
+		if keysym(k.Detail, 0) == 0xffe1 { // Shift_L
+			continue
+		}
 		level := 0
 		if k.State&xproto.ModMaskShift != 0 {
 			level = 1
 		}
-		i := int(k.Detail-setup.MinKeycode)*int(m.KeysymsPerKeycode) + level
-		if i < 0 || i >= len(m.Keysyms) {
-			t.Fatalf("a key press of keycode %d, outside the keyboard map", k.Detail)
+		r := rune(keysym(k.Detail, level))
+		if r < 0x20 || r > 0x7e {
+			t.Fatalf("a press of keycode %d (keysym %#x, state %#x): not a character of the text", k.Detail, r, k.State)
 		}
-		if r := rune(m.Keysyms[i]); r >= 0x20 && r <= 0x7e {
-			got.WriteRune(r)
-		}
+		got.WriteRune(r)
 	}
 	if got.String() != want.String() {
 		t.Fatalf("the window received\n%q\nwant\n%q", got.String(), want.String())
+	}
+	if km, err := xproto.QueryKeymap(c).Reply(); err != nil || slices.ContainsFunc(km.Keys, func(b byte) bool { return b != 0 }) {
+		t.Fatalf("a key is still down after typing (%v): %v", err, km)
+	}
+
+	// CapsLock on: refused before any key, the window receives nothing.
+	caps := xproto.Keycode(0)
+	for code := setup.MinKeycode; code != 0 && code <= setup.MaxKeycode; code++ {
+		if keysym(code, 0) == 0xffe5 { // Caps_Lock
+			caps = code
+			break
+		}
+	}
+	if caps == 0 {
+		t.Fatal("the test bed's keyboard map has no Caps_Lock key")
+	}
+	toggle := func() {
+		xtest.FakeInput(c, xproto.KeyPress, byte(caps), 0, screen.Root, 0, 0, 0)
+		xtest.FakeInputChecked(c, xproto.KeyRelease, byte(caps), 0, screen.Root, 0, 0, 0).Check()
+	}
+	toggle()
+	defer func() {
+		if p, err := xproto.QueryPointer(c, screen.Root).Reply(); err == nil && p.Mask&xproto.KeyButMaskLock != 0 {
+			toggle()
+		}
+	}()
+	if err := d.Type(ctx, "abc"); !errors.Is(err, x11.ErrModifierHeld) {
+		t.Fatalf("typing with CapsLock on: %v; want ErrModifierHeld", err)
+	}
+	xproto.GetInputFocus(c).Reply()
+	for {
+		ev, _ := c.PollForEvent()
+		if ev == nil {
+			break
+		}
+		if k, ok := ev.(xproto.KeyPressEvent); ok && k.Detail != caps {
+			t.Fatalf("typing refused, yet the window received a press of keycode %d", k.Detail)
+		}
 	}
 }

@@ -4,29 +4,43 @@ package x11
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/go-vgo/robotgo"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 )
 
 // typingPace is the pause after each typed character: the anchor's rate (xdotool at
-// 2 ms a character), against robotgo's 5 ms hold of every key. BENCHMARKS.md has the
-// loss rate over 100 typed paths.
+// 2 ms a character), against robotgo's 5 ms hold of every key. BENCHMARKS.md ("Typing
+// as XTest events") has what 300 paths typed so into the test bed's chooser showed.
 const typingPace = 2 * time.Millisecond
 
-// typist types text as XTest key events on the desktop's own X connection: for each
-// character its key pressed and released (with Shift where the keyboard map has the
-// character on a key's second level), a round trip so that the server has handled
-// them, then typingPace. Printable ASCII that the keyboard map has on a key is typed
-// so; any other character goes through robotgo, which maps a spare key for it.
+// typist types printable ASCII as XTest key events on the desktop's own X connection:
+// for each character its key pressed and released (with Shift where the keyboard map
+// has the character on a key's second level), a checked request so that the server
+// has handled them (and any error comes back), then typingPace.
 type typist struct {
+	root xproto.Window
+}
+
+// errNoKey: a character of the text is on no key of the keyboard map.
+var errNoKey = errors.New("not on the keyboard map")
+
+// newTypist fails where the server lacks XTest.
+func newTypist(c *xgb.Conn) (*typist, error) {
+	if err := xtest.Init(c); err != nil {
+		return nil, fmt.Errorf("XTest: %w", err)
+	}
+	return &typist{root: xproto.Setup(c).DefaultScreen(c).Root}, nil
+}
+
+// keyboard is the display's keyboard map as the typist uses it.
+type keyboard struct {
 	keys  map[rune]keyOnMap
 	shift xproto.Keycode
-	root  xproto.Window
 }
 
 // keyOnMap is a character's key: its keycode, and whether it needs Shift.
@@ -35,29 +49,24 @@ type keyOnMap struct {
 	shift bool
 }
 
-// newTypist reads the keyboard map of c's display; it fails where the server lacks
-// XTest or has no Shift key on its map.
-func newTypist(c *xgb.Conn) (*typist, error) {
-	if err := xtest.Init(c); err != nil {
-		return nil, fmt.Errorf("XTest: %w", err)
-	}
+// readKeyboard reads the keyboard map now (another client may have changed it since
+// the last text).
+func readKeyboard(c *xgb.Conn) (keyboard, error) {
 	setup := xproto.Setup(c)
 	first, last := setup.MinKeycode, setup.MaxKeycode
 	m, err := xproto.GetKeyboardMapping(c, first, byte(last-first+1)).Reply()
 	if err != nil {
-		return nil, fmt.Errorf("reading the keyboard map: %w", err)
+		return keyboard{}, fmt.Errorf("reading the keyboard map: %w", err)
 	}
-	t := &typist{keys: keysOnMap(first, int(m.KeysymsPerKeycode), m.Keysyms), root: setup.DefaultScreen(c).Root}
-	for i, n := 0, int(m.KeysymsPerKeycode); n > 0 && i*n < len(m.Keysyms); i++ {
+	n := int(m.KeysymsPerKeycode)
+	k := keyboard{keys: keysOnMap(first, n, m.Keysyms)}
+	for i := 0; n > 0 && (i+1)*n <= len(m.Keysyms); i++ {
 		if m.Keysyms[i*n] == keysymShiftL {
-			t.shift = first + xproto.Keycode(i)
+			k.shift = first + xproto.Keycode(i)
 			break
 		}
 	}
-	if t.shift == 0 {
-		return nil, fmt.Errorf("the keyboard map has no Shift_L key")
-	}
-	return t, nil
+	return k, nil
 }
 
 const keysymShiftL = 0xffe1
@@ -84,26 +93,37 @@ func keysOnMap(first xproto.Keycode, perKey int, syms []xproto.Keysym) map[rune]
 	return out
 }
 
-// typeText types text; it stops between characters when ctx ends.
-func (t *typist) typeText(ctx context.Context, c *xgb.Conn, text string) error {
+// keysFor is the key of every character of text, or errNoKey naming the first that
+// has none (or needs Shift on a map without a Shift key).
+func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
+	out := make([]keyOnMap, 0, len(text))
 	for _, r := range text {
+		key, ok := k.keys[r]
+		if !ok || (key.shift && k.shift == 0) {
+			return nil, fmt.Errorf("%q: %w", r, errNoKey)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// typeKeys types the keys; it stops between characters when ctx ends.
+func (t *typist) typeKeys(ctx context.Context, c *xgb.Conn, k keyboard, keys []keyOnMap) error {
+	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		k, ok := t.keys[r]
-		if !ok {
-			robotgo.Type(string(r))
-			continue
+		if key.shift {
+			t.fake(c, xproto.KeyPress, k.shift)
 		}
-		if k.shift {
-			t.fake(c, xproto.KeyPress, t.shift)
+		t.fake(c, xproto.KeyPress, key.code)
+		last := key.code
+		if key.shift {
+			t.fake(c, xproto.KeyRelease, key.code)
+			last = k.shift
 		}
-		t.fake(c, xproto.KeyPress, k.code)
-		t.fake(c, xproto.KeyRelease, k.code)
-		if k.shift {
-			t.fake(c, xproto.KeyRelease, t.shift)
-		}
-		if _, err := xproto.GetInputFocus(c).Reply(); err != nil { // the server has handled the events
+		// The last event checked: a round trip, so the server has handled them all.
+		if err := xtest.FakeInputChecked(c, xproto.KeyRelease, byte(last), 0, t.root, 0, 0, 0).Check(); err != nil {
 			return fmt.Errorf("typing: %w", err)
 		}
 		time.Sleep(typingPace)
@@ -113,4 +133,26 @@ func (t *typist) typeText(ctx context.Context, c *xgb.Conn, text string) error {
 
 func (t *typist) fake(c *xgb.Conn, event byte, code xproto.Keycode) {
 	xtest.FakeInput(c, event, byte(code), 0, t.root, 0, 0, 0)
+}
+
+// heldModifiers are the modifiers that change what a key types or does (NumLock,
+// usually Mod2, changes only the keypad, which typing never uses).
+const heldModifiers = xproto.KeyButMaskShift | xproto.KeyButMaskLock | xproto.KeyButMaskControl |
+	xproto.KeyButMaskMod1 | xproto.KeyButMaskMod4 | xproto.KeyButMaskMod5
+
+// ErrModifierHeld: a modifier is held or locked (CapsLock, a Shift or Ctrl key held
+// down), so typed text would reach the app changed.
+var ErrModifierHeld = errors.New("a modifier key is held or locked")
+
+// modifiersClear fails with ErrModifierHeld while a modifier other than NumLock is
+// held or locked.
+func modifiersClear(c *xgb.Conn, root xproto.Window) error {
+	p, err := xproto.QueryPointer(c, root).Reply()
+	if err != nil {
+		return fmt.Errorf("reading the keyboard's modifiers: %w", err)
+	}
+	if held := p.Mask & heldModifiers; held != 0 {
+		return fmt.Errorf("%w (state %#x: CapsLock, Shift, Ctrl, Alt, Super or AltGr): typed text would reach the app changed; release or unlock it", ErrModifierHeld, held)
+	}
+	return nil
 }

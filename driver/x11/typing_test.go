@@ -3,6 +3,7 @@
 package x11
 
 import (
+	"errors"
 	"maps"
 	"testing"
 
@@ -31,5 +32,28 @@ func TestKeysOnMap(t *testing.T) {
 	}
 	if got, want := keysOnMap(8, 2, syms[:3]), map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}}; !maps.Equal(got, want) {
 		t.Errorf("a map cut short within a key: %v; want only the whole key's %v", got, want)
+	}
+}
+
+// TestKeysFor: every character of a text has its key, or the text is refused naming
+// the first that has none, before any key is pressed; a character that needs Shift is
+// refused on a map without a Shift key.
+func TestKeysFor(t *testing.T) {
+	k := keyboard{keys: map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}, '/': {9, false}}, shift: 11}
+	keys, err := k.keysFor("/aA")
+	if err != nil || len(keys) != 3 || keys[2] != (keyOnMap{8, true}) {
+		t.Errorf("keysFor(/aA) = %v, %v", keys, err)
+	}
+	for _, tc := range []struct {
+		kb   keyboard
+		text string
+	}{
+		{k, "/a\tA"},
+		{k, "ab"},
+		{keyboard{keys: k.keys}, "aA"},
+	} {
+		if keys, err := tc.kb.keysFor(tc.text); !errors.Is(err, errNoKey) || keys != nil {
+			t.Errorf("keysFor(%q) = %v, %v; want errNoKey and no keys", tc.text, keys, err)
+		}
 	}
 }

@@ -29,7 +29,8 @@ type Desktop struct {
 	conn    *xgb.Conn
 	capture capturer         // on conn: the common pixel format
 	screen  vision.X11Screen // any other format, and the display's bounds
-	typist  *typist          // on conn; nil: robotgo types (no XTest or no Shift key)
+	typist  *typist          // on conn; nil: robotgo types (the server has no XTest)
+	noXTest error            // why typist is nil
 }
 
 // Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
@@ -45,8 +46,9 @@ func Open(display string) (*Desktop, error) {
 		return nil, fmt.Errorf("robotgo: display %q: %w", display, err)
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
-	t, _ := newTypist(c) // without one, robotgo types every character
-	return &Desktop{conn: c, capture: newCapturer(c), typist: t}, nil
+	go drainEvents(c)
+	t, err := newTypist(c) // without one, robotgo types every character
+	return &Desktop{conn: c, capture: newCapturer(c), typist: t, noXTest: err}, nil
 }
 
 // Close closes the X connection (a capture waiting on the server returns) and unmaps
@@ -126,11 +128,42 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d.typist == nil {
-		robotgo.Type(text)
+	if err := modifiersClear(d.conn, xproto.Setup(d.conn).DefaultScreen(d.conn).Root); err != nil {
+		return err
+	}
+	if d.typist == nil || !isASCII(text) {
+		robotgo.Type(text) // beyond ASCII it maps a key of its own for each character
 		return nil
 	}
-	return d.typist.typeText(ctx, d.conn, text)
+	k, err := readKeyboard(d.conn)
+	if err != nil {
+		return err
+	}
+	keys, err := k.keysFor(text)
+	if err != nil {
+		return fmt.Errorf("typing %q: %w", text, err)
+	}
+	return d.typist.typeKeys(ctx, d.conn, k, keys)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// drainEvents reads and drops the events and errors the server sends on c until it
+// closes: nothing here waits for one, and xgb's queue, once full, would stall every
+// reply (MappingNotify goes to every client whenever anyone changes the keyboard map).
+func drainEvents(c *xgb.Conn) {
+	for {
+		if ev, err := c.WaitForEvent(); ev == nil && err == nil {
+			return
+		}
+	}
 }
 
 func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
@@ -144,9 +177,9 @@ func (d *Desktop) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, 
 
 func (d *Desktop) Bounds() image.Rectangle { return d.screen.Bounds() }
 
-// TypesWithXTest reports whether typed text goes as XTest events on the desktop's own
-// connection (else robotgo types it).
-func (d *Desktop) TypesWithXTest() bool { return d.typist != nil }
+// XTestTyping is nil when typed ASCII text goes as XTest events on the desktop's own
+// connection, else why robotgo types it.
+func (d *Desktop) XTestTyping() error { return d.noXTest }
 
 // SharesMemory reports whether captures come through a segment shared with the X
 // server (MIT-SHM) rather than through the socket.
