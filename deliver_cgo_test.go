@@ -88,6 +88,33 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 	return &replayed{drv: drv, fx: fx, client: c, req: req, ocr: ocr}
 }
 
+// deliverSettled delivers the fixture and fails unless it ends with want, settled,
+// its bundle sealed and verified.
+func (r *replayed) deliverSettled(t *testing.T, want gate.Outcome) sendonce.DeliveryResult {
+	t.Helper()
+	res, err := r.deliverer().Deliver(context.Background(), r.req)
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if res.Outcome != string(want) {
+		t.Fatalf("outcome %s; want %s\nreasons: %v", res.Outcome, want, res.Reasons)
+	}
+	assertSettled(t, r.client, res)
+	return res
+}
+
+// typedPathInput is the index of the recording's input that typed the file's path (-1
+// if none did).
+func (r *replayed) typedPathInput() int {
+	typed := -1
+	for i, in := range r.fx.Inputs {
+		if in.Kind == "type" && strings.HasPrefix(in.Text, "/") {
+			typed = i
+		}
+	}
+	return typed
+}
+
 func (r *replayed) deliverer() *sendonce.Deliverer {
 	return &sendonce.Deliverer{Client: r.client, OCR: r.drv.OCR(r.ocr),
 		OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return r.drv, func() {}, nil }}
@@ -196,23 +223,11 @@ func TestReplayedPathReadBack(t *testing.T) {
 					return parent + dispatch[:10] + dispatch[11:] + "/" + name
 				}
 			}
-			res, err := r.deliverer().Deliver(context.Background(), r.req)
-			if err != nil {
-				t.Fatalf("Deliver: %v", err)
-			}
-			if res.Outcome != string(tc.want) {
-				t.Fatalf("outcome %s; want %s\nreasons: %v", res.Outcome, tc.want, res.Reasons)
-			}
-			assertSettled(t, r.client, res)
+			res := r.deliverSettled(t, tc.want)
 			if tc.lose == "" {
 				return
 			}
-			choose := -1
-			for i, in := range r.fx.Inputs {
-				if in.Kind == "type" && strings.HasPrefix(in.Text, "/") {
-					choose = i + 1 // the Return after the typed path
-				}
-			}
+			choose := r.typedPathInput() + 1 // the Return after the typed path
 			if shown == 0 {
 				t.Fatal("the field never showed the path with a character lost: the stop proves nothing of the check")
 			}
@@ -242,12 +257,7 @@ func TestReplayedChooserNotReady(t *testing.T) {
 	} {
 		t.Run(tc.button, func(t *testing.T) {
 			r := newReplayed(t, "verified-text-file", sendonce.Options{})
-			typed, chooser := -1, image.Rectangle{}
-			for i, in := range r.fx.Inputs {
-				if in.Kind == "type" && strings.HasPrefix(in.Text, "/") {
-					typed = i
-				}
-			}
+			typed, chooser := r.typedPathInput(), image.Rectangle{}
 			for _, st := range r.fx.States[:typed+2] {
 				for _, w := range st.Windows {
 					if strings.HasPrefix(w.Title, "Choose File to Send") && w.Viewable {
@@ -271,14 +281,7 @@ func TestReplayedChooserNotReady(t *testing.T) {
 				draw.Draw(out, button.Bounds().Sub(button.Bounds().Min).Add(at), button, button.Bounds().Min, draw.Src)
 				return out
 			}
-			res, err := r.deliverer().Deliver(context.Background(), r.req)
-			if err != nil {
-				t.Fatalf("Deliver: %v", err)
-			}
-			if res.Outcome != string(tc.want) {
-				t.Fatalf("outcome %s; want %s\nreasons: %v", res.Outcome, tc.want, res.Reasons)
-			}
-			assertSettled(t, r.client, res)
+			res := r.deliverSettled(t, tc.want)
 			if painted == 0 {
 				t.Fatal("no frame between the typed path and the Return was captured: the case tests nothing")
 			}

@@ -18,26 +18,19 @@ import (
 // as XTest events") has what 300 paths typed so into the test bed's chooser showed.
 const typingPace = 2 * time.Millisecond
 
-// typist types printable ASCII as XTest key events on the desktop's own X connection:
-// for each character its key pressed and released (with Shift where the keyboard map
-// has the character on a key's second level), a checked request so that the server
-// has handled them (and any error comes back), then typingPace.
-type typist struct {
-	root xproto.Window
+// xtestTyping readies c to type printable ASCII as XTest key events on it (see
+// typeKeys); it fails where the server lacks XTest.
+func xtestTyping(c *xgb.Conn) error {
+	if err := xtest.Init(c); err != nil {
+		return fmt.Errorf("XTest: %w", err)
+	}
+	return nil
 }
 
 // errNoKey: a character of the text is on no key of the keyboard map.
 var errNoKey = errors.New("not on the keyboard map")
 
-// newTypist fails where the server lacks XTest.
-func newTypist(c *xgb.Conn) (*typist, error) {
-	if err := xtest.Init(c); err != nil {
-		return nil, fmt.Errorf("XTest: %w", err)
-	}
-	return &typist{root: xproto.Setup(c).DefaultScreen(c).Root}, nil
-}
-
-// keyboard is the display's keyboard map as the typist uses it.
+// keyboard is the display's keyboard map as typeKeys uses it.
 type keyboard struct {
 	keys  map[rune]keyOnMap
 	shift xproto.Keycode
@@ -107,32 +100,34 @@ func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
 	return out, nil
 }
 
-// typeKeys types the keys; it stops between characters when ctx ends.
-func (t *typist) typeKeys(ctx context.Context, c *xgb.Conn, k keyboard, keys []keyOnMap) error {
+// typeKeys types the keys as XTest events on c: for each character its key pressed
+// and released (with Shift where the keyboard map has the character on a key's second
+// level), a checked request so that the server has handled them (and any error comes
+// back), then typingPace. It stops between characters when ctx ends.
+func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, keys []keyOnMap) error {
+	fake := func(event byte, code xproto.Keycode) {
+		xtest.FakeInput(c, event, byte(code), 0, root, 0, 0, 0)
+	}
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if key.shift {
-			t.fake(c, xproto.KeyPress, k.shift)
+			fake(xproto.KeyPress, k.shift)
 		}
-		t.fake(c, xproto.KeyPress, key.code)
+		fake(xproto.KeyPress, key.code)
 		last := key.code
 		if key.shift {
-			t.fake(c, xproto.KeyRelease, key.code)
+			fake(xproto.KeyRelease, key.code)
 			last = k.shift
 		}
 		// The last event checked: a round trip, so the server has handled them all.
-		if err := xtest.FakeInputChecked(c, xproto.KeyRelease, byte(last), 0, t.root, 0, 0, 0).Check(); err != nil {
+		if err := xtest.FakeInputChecked(c, xproto.KeyRelease, byte(last), 0, root, 0, 0, 0).Check(); err != nil {
 			return fmt.Errorf("typing: %w", err)
 		}
 		time.Sleep(typingPace)
 	}
 	return nil
-}
-
-func (t *typist) fake(c *xgb.Conn, event byte, code xproto.Keycode) {
-	xtest.FakeInput(c, event, byte(code), 0, t.root, 0, 0, 0)
 }
 
 // heldModifiers are the modifiers that change what a key types or does (NumLock,

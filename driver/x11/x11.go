@@ -29,8 +29,8 @@ type Desktop struct {
 	conn    *xgb.Conn
 	capture capturer         // on conn: the common pixel format
 	screen  vision.X11Screen // any other format, and the display's bounds
-	typist  *typist          // on conn; nil: robotgo types (the server has no XTest)
-	noXTest error            // why typist is nil
+	root    xproto.Window    // the default screen's root window
+	noXTest error            // why robotgo types text, not XTest events on conn (nil: XTest)
 }
 
 // Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
@@ -47,8 +47,7 @@ func Open(display string) (*Desktop, error) {
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
 	go drainEvents(c)
-	t, err := newTypist(c) // without one, robotgo types every character
-	return &Desktop{conn: c, capture: newCapturer(c), typist: t, noXTest: err}, nil
+	return &Desktop{conn: c, capture: newCapturer(c), root: xproto.Setup(c).DefaultScreen(c).Root, noXTest: xtestTyping(c)}, nil
 }
 
 // Close closes the X connection (a capture waiting on the server returns) and unmaps
@@ -128,10 +127,10 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := modifiersClear(d.conn, xproto.Setup(d.conn).DefaultScreen(d.conn).Root); err != nil {
+	if err := modifiersClear(d.conn, d.root); err != nil {
 		return err
 	}
-	if d.typist == nil || !isASCII(text) {
+	if d.noXTest != nil || !isASCII(text) {
 		robotgo.Type(text) // beyond ASCII it maps a key of its own for each character
 		return nil
 	}
@@ -143,7 +142,7 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err != nil {
 		return fmt.Errorf("typing %q: %w", text, err)
 	}
-	return d.typist.typeKeys(ctx, d.conn, k, keys)
+	return typeKeys(ctx, d.conn, d.root, k, keys)
 }
 
 func isASCII(s string) bool {
