@@ -614,14 +614,14 @@ type pgTx struct {
 // NextToken takes the next fencing token from the sequence.
 func (t *pgTx) NextToken() (uint64, error) {
 	var n uint64
-	err := t.SQL.QueryRow("SELECT nextval('fencing_tokens')").Scan(&n)
+	err := t.SQL.QueryRowContext(context.Background(), "SELECT nextval('fencing_tokens')").Scan(&n)
 	return n, err
 }
 
 // LastToken is the sequence's last value (0 before the first token).
 func (t *pgTx) LastToken() (uint64, error) {
 	var n uint64
-	err := t.SQL.QueryRow("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_tokens").Scan(&n)
+	err := t.SQL.QueryRowContext(context.Background(), "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_tokens").Scan(&n)
 	return n, err
 }
 
@@ -638,7 +638,7 @@ func (t *pgTx) IntentsOf(keys []string) (map[string]int64, error) {
 func (t *pgTx) ForgetRequests(before time.Time) (int, error) {
 	n, err := t.Tx.ForgetRequests(before)
 	if err == nil {
-		_, err = t.SQL.Exec("DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
+		_, err = t.SQL.ExecContext(context.Background(), "DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
 	}
 	return n, err
 }
@@ -649,7 +649,7 @@ func (t *pgTx) AdvanceTokens(n uint64) error {
 	if err != nil || n <= last {
 		return err
 	}
-	_, err = t.SQL.Exec("SELECT setval('fencing_tokens', $1)", int64(n))
+	_, err = t.SQL.ExecContext(context.Background(), "SELECT setval('fencing_tokens', $1)", int64(n))
 	return err
 }
 

@@ -273,7 +273,7 @@ func TestTransactionSettingsAreTheStores(t *testing.T) {
 	var sync, iso, path string
 	err = b.Update(ctx, func(tx store.Tx) error {
 		q := tx.(*pgTx).SQL
-		return q.QueryRow("SELECT current_setting('synchronous_commit'), current_setting('transaction_isolation'), current_setting('search_path')").Scan(&sync, &iso, &path)
+		return q.QueryRowContext(ctx, "SELECT current_setting('synchronous_commit'), current_setting('transaction_isolation'), current_setting('search_path')").Scan(&sync, &iso, &path)
 	})
 	if err != nil || sync != "on" || iso != "serializable" || path != "sendonce" {
 		t.Fatalf("inside a store transaction: synchronous_commit %q, isolation %q, search_path %q (%v); want on, serializable, sendonce", sync, iso, path, err)

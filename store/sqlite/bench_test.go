@@ -28,7 +28,7 @@ func BenchmarkClaim(b *testing.B) {
 		b.Fatal(err)
 	}
 	var sync int
-	if err := be.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+	if err := be.conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("store in %s (%s), PRAGMA synchronous = %d (2 is FULL)", dir, filesystem(b, dir), sync)

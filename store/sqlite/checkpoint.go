@@ -17,12 +17,17 @@ import (
 // Every so many commits it runs a passive checkpoint, which copies pages without
 // blocking anyone, and then a restart checkpoint, which copies the few frames committed
 // meanwhile and lets the next writer start the WAL from its beginning (a WAL that keeps
-// growing makes every commit's fsync dearer). The restart blocks writers for as long as
-// it takes, at most restartWait: with a reader in the way it gives up and tries again
-// later. Neither changes what a committed transaction made durable.
+// growing makes every commit's fsync dearer: a sync that must also record the file's
+// new size costs half as much again, BENCHMARKS.md). The restart blocks writers for as
+// long as it takes, at most restartWait: with a reader in the way it gives up and tries
+// again later. It takes this process's turn on the store first: SQLite's busy handler
+// polls, and a process claiming back to back would take the write lock again before
+// every poll, the restart failing for as long as the claims went on. Neither changes
+// what a committed transaction made durable.
 type checkpointer struct {
 	db      *sql.DB
-	every   int64 // wake after this many commits
+	turn    *sync.Mutex // the backend's: held by each transaction of this process
+	every   int64       // wake after this many commits
 	commits atomic.Int64
 	wake    chan struct{}
 	stopped sync.WaitGroup
@@ -35,13 +40,13 @@ const restartWait = 20 * time.Millisecond
 
 // startCheckpointer checkpoints the file that dsn opens; dsn's busy timeout should be
 // restartWait.
-func startCheckpointer(dsn string, every int64) (*checkpointer, error) {
+func startCheckpointer(dsn string, every int64, turn *sync.Mutex) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, every: every, wake: make(chan struct{}, 1)}
+	c := &checkpointer{db: db, turn: turn, every: every, wake: make(chan struct{}, 1)}
 	c.stopped.Add(1)
 	go c.run()
 	return c, nil
@@ -64,7 +69,9 @@ func (c *checkpointer) run() {
 		// Errors (busy: a reader in the way) leave the WAL for the next try: a
 		// checkpoint is never needed for correctness.
 		if _, err := c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err == nil {
+			c.turn.Lock()
 			c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)")
+			c.turn.Unlock()
 		}
 	}
 }

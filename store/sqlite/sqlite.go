@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,8 +42,12 @@ type Options struct {
 
 // Backend is a SQLite store.Backend.
 type Backend struct {
-	db           *sql.DB
-	statements   *sqltx.Statements // prepared once, reused by every transaction
+	db *sql.DB
+	// conn is the one connection every transaction of this process runs on, one at a
+	// time (turn); the backend begins and ends them itself.
+	conn         *sql.Conn
+	turn         *sync.Mutex       // held for each transaction, and by a restart checkpoint
+	statements   *sqltx.Statements // prepared once on conn, reused by every transaction
 	checkpoints  *checkpointer
 	clock        func() time.Time
 	path         string
@@ -142,18 +147,21 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	checkpoints, err := startCheckpointer(dataSource(abs, mode, restartWait, synchronous), 256)
+	conn, err := db.Conn(context.Background()) // connects: the file is open from here on
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	db.SetMaxOpenConns(1) // one connection: transactions in this process queue here, not in SQLite
-	var opened os.FileInfo
-	if err = db.Ping(); err == nil { // connects: the file is open from here on
-		opened, err = os.Stat(abs)
-	}
+	opened, err := os.Stat(abs)
 	if err != nil {
-		checkpoints.close()
+		conn.Close()
+		db.Close()
+		return nil, err
+	}
+	turn := new(sync.Mutex)
+	checkpoints, err := startCheckpointer(dataSource(abs, mode, restartWait, synchronous), 256, turn)
+	if err != nil {
+		conn.Close()
 		db.Close()
 		return nil, err
 	}
@@ -161,7 +169,8 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 	if clock == nil {
 		clock = sysclock.System
 	}
-	return &Backend{db: db, statements: sqltx.NewStatements(db, 256), checkpoints: checkpoints, clock: clock, path: abs, opened: opened}, nil
+	return &Backend{db: db, conn: conn, turn: turn, statements: sqltx.NewStatements(conn, 256), checkpoints: checkpoints,
+		clock: clock, path: abs, opened: opened}, nil
 }
 
 // dataSource is the driver's name for a connection to the file at abs: write
@@ -185,7 +194,10 @@ func (b *Backend) Path() string { return b.path }
 // Close closes the database.
 func (b *Backend) Close() error {
 	b.checkpoints.close()
+	b.turn.Lock() // a transaction still running in another goroutine ends first
+	defer b.turn.Unlock()
 	b.statements.Close()
+	b.conn.Close()
 	return b.db.Close() // the last connection to the file checkpoints it and removes the WAL
 }
 
@@ -365,7 +377,7 @@ func bindCurrentKeys(ctx context.Context, tx *sql.Tx) error {
 
 func (b *Backend) migrate(ctx context.Context, mode migration) error {
 	var version int
-	if err := b.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	if err := b.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("reading %s: %w", b.path, err)
 	}
 	b.foundVersion = version
@@ -385,14 +397,16 @@ func (b *Backend) migrate(ctx context.Context, mode migration) error {
 		// table; neither can change inside a transaction. Small pages make a commit cheap:
 		// a claim touches about a dozen pages, and the fsync that makes it durable costs
 		// in proportion to the bytes of their WAL frames (see BENCHMARKS.md).
-		if _, err := b.db.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", pageSize)); err != nil {
+		if _, err := b.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", pageSize)); err != nil {
 			return err
 		}
-		if _, err := b.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		if _, err := b.conn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 			return err
 		}
 	}
-	tx, err := b.db.BeginTx(ctx, nil)
+	b.turn.Lock()
+	defer b.turn.Unlock()
+	tx, err := b.conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -430,37 +444,69 @@ func (b *Backend) stillOpened() error {
 
 // Update implements store.Backend.
 func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return b.transaction(ctx, "BEGIN IMMEDIATE", func(t *sqltx.Tx) error {
+		t.DeferEvents = true // one statement for a transaction's events
+		if err := fn(t); err != nil {
+			return err
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+		return ctx.Err() // a caller that gave up gets nothing committed
+	})
+}
+
+// View implements store.Backend.
+func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
+	return b.transaction(ctx, "BEGIN", func(t *sqltx.Tx) error { return fn(t) })
+}
+
+// transaction runs fn in a transaction on the backend's connection, begun with begin
+// (BEGIN IMMEDIATE takes the write lock at once, waiting for it up to the lock timeout
+// or until ctx is done), and commits it if fn succeeds: a read-only one has nothing to
+// commit. It begins and ends the transaction itself: database/sql's Tx starts a
+// goroutine for every transaction and the driver another for each statement under its
+// context, which together cost a claim about a tenth of its time (BENCHMARKS.md).
+func (b *Backend) transaction(ctx context.Context, begin string, fn func(*sqltx.Tx) error) error {
 	if err := b.stillOpened(); err != nil {
 		return err
 	}
-	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock in the DSN
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer b.statements.PrepareNoted(ctx) // after the transaction has let go of the connection
-	t := b.tx(tx)
-	t.DeferEvents = true // one statement for a transaction's events
+	b.turn.Lock()
+	defer b.turn.Unlock()
+	ended := false
+	defer func() {
+		// fn failed or panicked, or the BEGIN failed (it may have begun all the same if
+		// ctx ended as it did): nothing of it is kept, and the connection is left
+		// outside any transaction for the next one. With no transaction open the
+		// ROLLBACK fails, harmlessly.
+		if !ended {
+			b.statements.Exec(context.Background(), "ROLLBACK")
+		}
+	}()
+	if err := b.statements.Exec(ctx, begin); err != nil {
+		return err
+	}
+	t := &sqltx.Tx{SQL: b.conn, At: b.clock(), Dialect: sqltx.SQLite, Statements: b.statements}
 	if err := b.checkRetired(t); err != nil {
-		tx.Rollback()
 		return err
 	}
 	if err := fn(t); err != nil {
-		tx.Rollback()
 		return err
 	}
-	if err := t.Flush(); err != nil {
-		tx.Rollback()
+	if begin == "BEGIN" {
+		return nil // the deferred ROLLBACK ends the read
+	}
+	// Not under ctx: a COMMIT the driver interrupted halfway would leave the caller not
+	// knowing whether it landed.
+	if err := b.statements.Exec(context.Background(), "COMMIT"); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
+	ended = true
 	b.checkpoints.committed()
 	return nil
-}
-
-func (b *Backend) tx(tx *sql.Tx) *sqltx.Tx {
-	return &sqltx.Tx{SQL: tx, At: b.clock(), Dialect: sqltx.SQLite, Statements: b.statements}
 }
 
 // checkRetired fails closed on a store that was copied into another: every command on
@@ -472,22 +518,4 @@ func (b *Backend) checkRetired(t *sqltx.Tx) error {
 	}
 	return fmt.Errorf("%w: %s was copied into %s at %s and retired; every workstation uses that store now: give --store %s (or SENDONCE_STORE)",
 		store.ErrRetired, b.path, to, at.UTC().Format(time.RFC3339), to)
-}
-
-// View implements store.Backend.
-func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
-	if err := b.stillOpened(); err != nil {
-		return err
-	}
-	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer b.statements.PrepareNoted(ctx) // runs after the Rollback below
-	defer tx.Rollback()
-	t := b.tx(tx)
-	if err := b.checkRetired(t); err != nil {
-		return err
-	}
-	return fn(t)
 }

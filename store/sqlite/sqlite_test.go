@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -220,5 +221,81 @@ func TestReplacedFileFailsClosed(t *testing.T) {
 	err = claimOne(t, b)
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "restart this process") {
 		t.Fatalf("claim on a replaced store file: %v; want ErrUnavailable naming the restart", err)
+	}
+}
+
+// TestEndedTransactionsLeaveTheConnectionClean: the backend begins and ends its
+// transactions itself on one connection, so every way a transaction can end without
+// committing must roll it back and leave that connection outside any transaction:
+// a wait for the write lock cut short by ctx, fn failing, fn panicking, ctx ending
+// during fn. Nothing of any of them is kept, and the next claim is granted.
+func TestEndedTransactionsLeaveTheConnectionClean(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	b, err := Create(ctx, path, Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := store.New(b)
+	id, _ := gate.Title("Bob")
+	key := func(name string) []gate.Key { return []gate.Key{gate.NewKey(id, gate.DigestOf([]byte(name)))} }
+	insertIntent := func(tx store.Tx) error { _, err := tx.NewIntent(tx.Now()); return err }
+
+	// Another connection holds the write lock; the claim's BEGIN IMMEDIATE waits until
+	// its ctx ends (well before the 10 s lock timeout).
+	holder, err := sql.Open("sqlite", dataSource(b.path, "rw", time.Second, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	hold, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = s.Claim(short, store.ClaimRequest{Keys: key("waited"), Task: "A"})
+	cancel()
+	hold.Rollback()
+	if err == nil {
+		t.Fatal("a claim whose ctx ended while it waited for the write lock was granted")
+	}
+
+	if err := b.Update(ctx, func(tx store.Tx) error {
+		if err := insertIntent(tx); err != nil {
+			return err
+		}
+		return errors.New("fn fails")
+	}); err == nil || err.Error() != "fn fails" {
+		t.Fatalf("Update with a failing fn: %v", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the caller")
+			}
+		}()
+		b.Update(ctx, func(tx store.Tx) error {
+			insertIntent(tx)
+			panic("fn panics")
+		})
+	}()
+	gone, cancelGone := context.WithCancel(ctx)
+	if err := b.Update(gone, func(tx store.Tx) error {
+		cancelGone()
+		return insertIntent(tx)
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update whose ctx ended during fn: %v; want context.Canceled, nothing committed", err)
+	}
+
+	var intents int
+	if err := holder.QueryRow("SELECT count(*) FROM intents").Scan(&intents); err != nil || intents != 0 {
+		t.Fatalf("%d intents kept (%v): none of the ended transactions may keep anything", intents, err)
+	}
+	if res, err := s.Claim(ctx, store.ClaimRequest{Keys: key("after"), Task: "A"}); err != nil || !res.Granted {
+		t.Fatalf("a claim after the ended transactions: %+v %v; the connection must be clean", res, err)
+	}
+	if res, err := s.Claim(ctx, store.ClaimRequest{Keys: key("waited"), Task: "B"}); err != nil || !res.Granted || res.Previous != gate.StatusFree {
+		t.Fatalf("the key whose claim was cut short: %+v %v; want it granted as never claimed", res, err)
 	}
 }

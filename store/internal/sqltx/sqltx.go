@@ -3,6 +3,7 @@
 package sqltx
 
 import (
+	"context"
 	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
@@ -18,7 +19,7 @@ import (
 // Tx is a store.Tx over a database/sql transaction: SQLite's and PostgreSQL's (through
 // pgx's database/sql driver) run the same statements, written with ? placeholders.
 type Tx struct {
-	SQL     *sql.Tx
+	SQL     Conn
 	At      time.Time // the transaction's time on the store's one clock
 	Dialect *Dialect
 	// DeferEvents keeps appended events and writes them all in one statement at Flush,
@@ -28,6 +29,15 @@ type Tx struct {
 	// Statements, if set, reuses prepared statements across transactions (SQLite).
 	Statements *Statements
 	pending    []store.Event
+}
+
+// Conn is what a Tx runs its statements on: a *sql.Tx (PostgreSQL), or the *sql.Conn
+// on which the backend began the transaction itself (SQLite: database/sql's own
+// transactions start a goroutine each, a large part of a claim's cost there).
+type Conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Dialect is what differs between the engines for these statements.
@@ -66,7 +76,7 @@ func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
 	if st := t.stmt(q); st != nil {
 		return st.Exec(args...)
 	}
-	return t.SQL.Exec(q, args...)
+	return t.SQL.ExecContext(context.Background(), q, args...)
 }
 
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
@@ -74,7 +84,7 @@ func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(q); st != nil {
 		return st.Query(args...)
 	}
-	return t.SQL.Query(q, args...)
+	return t.SQL.QueryContext(context.Background(), q, args...)
 }
 
 func (t *Tx) queryRow(q string, args ...any) *sql.Row {
@@ -82,7 +92,7 @@ func (t *Tx) queryRow(q string, args ...any) *sql.Row {
 	if st := t.stmt(q); st != nil {
 		return st.QueryRow(args...)
 	}
-	return t.SQL.QueryRow(q, args...)
+	return t.SQL.QueryRowContext(context.Background(), q, args...)
 }
 
 // Now implements store.Tx.

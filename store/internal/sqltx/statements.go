@@ -6,61 +6,51 @@ import (
 	"sync"
 )
 
-// Statements keeps the statements a backend's transactions ran, prepared once and
-// reused: parsing and planning a statement anew in every transaction is a large part of
-// a claim's cost on SQLite. A transaction uses a statement prepared earlier; one it has
-// not seen yet runs unprepared and is noted, and PrepareNoted prepares it once the
-// transaction has ended (preparing on the database while the backend's one connection
-// is held by a transaction would wait for that transaction forever).
+// Statements keeps the statements a backend's transactions ran, prepared once on the
+// one connection those transactions run on and reused: parsing and planning a statement
+// anew in every transaction is a large part of a claim's cost on SQLite. A statement is
+// prepared the first time a transaction runs it; past max statements the rest run
+// unprepared.
 type Statements struct {
-	db  *sql.DB
-	max int
+	conn *sql.Conn
+	max  int
 
 	mu       sync.Mutex
 	prepared map[string]*sql.Stmt
-	noted    map[string]bool
 }
 
-// NewStatements keeps up to max prepared statements of db.
-func NewStatements(db *sql.DB, max int) *Statements {
-	return &Statements{db: db, max: max, prepared: map[string]*sql.Stmt{}, noted: map[string]bool{}}
+// NewStatements keeps up to max prepared statements on conn, the connection every Tx
+// that uses them runs on.
+func NewStatements(conn *sql.Conn, max int) *Statements {
+	return &Statements{conn: conn, max: max, prepared: map[string]*sql.Stmt{}}
 }
 
-// lookup is q's prepared statement, or nil (and q is noted for PrepareNoted).
+// lookup is q's prepared statement, prepared now if it is new, or nil: past max, or if
+// it does not prepare (running it unprepared then reports why).
 func (s *Statements) lookup(q string) *sql.Stmt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.prepared[q]; st != nil {
+	if st := s.prepared[q]; st != nil || len(s.prepared) >= s.max {
 		return st
 	}
-	if len(s.prepared)+len(s.noted) < s.max {
-		s.noted[q] = true
+	st, err := s.conn.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil
 	}
-	return nil
+	s.prepared[q] = st
+	return st
 }
 
-// PrepareNoted prepares the statements transactions ran unprepared. Call it with no
-// transaction of this database open in this goroutine.
-func (s *Statements) PrepareNoted(ctx context.Context) error {
-	s.mu.Lock()
-	noted := s.noted
-	s.noted = map[string]bool{}
-	s.mu.Unlock()
-	for q := range noted {
-		st, err := s.db.PrepareContext(ctx, q)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		if s.prepared[q] == nil {
-			s.prepared[q], st = st, nil
-		}
-		s.mu.Unlock()
-		if st != nil {
-			st.Close()
-		}
+// Exec runs q, prepared once, on the connection, outside any Tx: a backend's BEGIN,
+// COMMIT and ROLLBACK.
+func (s *Statements) Exec(ctx context.Context, q string) error {
+	var err error
+	if st := s.lookup(q); st != nil {
+		_, err = st.ExecContext(ctx)
+	} else {
+		_, err = s.conn.ExecContext(ctx, q)
 	}
-	return nil
+	return err
 }
 
 // Close closes every prepared statement.
@@ -74,16 +64,12 @@ func (s *Statements) Close() error {
 	return nil
 }
 
-// stmt is q's prepared statement in this transaction, or nil.
+// stmt is q's prepared statement, or nil.
 func (t *Tx) stmt(q string) *sql.Stmt {
 	if t.Statements == nil {
 		return nil
 	}
-	st := t.Statements.lookup(q)
-	if st == nil {
-		return nil
-	}
-	return t.SQL.Stmt(st)
+	return t.Statements.lookup(q)
 }
 
 // Len is how many statements are prepared.
