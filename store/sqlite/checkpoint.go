@@ -9,27 +9,29 @@ import (
 )
 
 // checkpointer copies the WAL back into the database file on its own connection, in the
-// background, so that no claim waits for it: SQLite's automatic checkpoint runs inside
-// the commit that crosses its threshold, making that one claim several times slower
-// than the others (the p99 in BENCHMARKS.md). The store's own connection has automatic
-// checkpoints off.
+// background, so that no claim does the copying: SQLite's automatic checkpoint runs
+// inside the commit that crosses its threshold, making that one claim several times
+// slower than the others (the p99 in BENCHMARKS.md). The store's own connection has
+// automatic checkpoints off.
 //
 // Every so many commits it runs a passive checkpoint, which copies pages without
 // blocking anyone, and then a restart checkpoint, which copies the few frames committed
 // meanwhile and lets the next writer start the WAL from its beginning (a WAL that keeps
 // growing makes every commit's fsync dearer: a sync that must also record the file's
-// new size costs half as much again, BENCHMARKS.md). The restart blocks writers for as
-// long as it takes, at most restartWait: with a reader in the way it gives up and tries
-// again later. It takes this process's turn on the store first: SQLite's busy handler
-// polls, and a process claiming back to back would take the write lock again before
-// every poll, the restart failing for as long as the claims went on. Neither changes
-// what a committed transaction made durable.
+// new size costs half as much again, BENCHMARKS.md). The restart takes this process's
+// turn on the store first: SQLite's busy handler polls, and a process claiming back to
+// back would take the write lock again before every poll, the restart failing for as
+// long as the claims went on. So this process's next transaction waits for those few
+// frames' copy (one claim in every so many); other processes' writers wait at most
+// restartWait, after which, or with a reader in the way, the restart gives up until
+// next time. Neither changes what a committed transaction made durable.
 type checkpointer struct {
 	db      *sql.DB
-	turn    *sync.Mutex // the backend's: held by each transaction of this process
-	every   int64       // wake after this many commits
+	turn    turn  // the backend's: held by each transaction of this process
+	every   int64 // wake after this many commits
 	commits atomic.Int64
-	wake    chan struct{}
+	wake    chan struct{} // never closed: a commit may still wake it during close
+	stop    chan struct{}
 	stopped sync.WaitGroup
 	closing sync.Once
 }
@@ -40,13 +42,13 @@ const restartWait = 20 * time.Millisecond
 
 // startCheckpointer checkpoints the file that dsn opens; dsn's busy timeout should be
 // restartWait.
-func startCheckpointer(dsn string, every int64, turn *sync.Mutex) (*checkpointer, error) {
+func startCheckpointer(dsn string, every int64, turn turn) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, turn: turn, every: every, wake: make(chan struct{}, 1)}
+	c := &checkpointer{db: db, turn: turn, every: every, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.stopped.Add(1)
 	go c.run()
 	return c, nil
@@ -65,13 +67,18 @@ func (c *checkpointer) committed() {
 func (c *checkpointer) run() {
 	defer c.stopped.Done()
 	ctx := context.Background()
-	for range c.wake {
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+		}
 		// Errors (busy: a reader in the way) leave the WAL for the next try: a
 		// checkpoint is never needed for correctness.
 		if _, err := c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err == nil {
-			c.turn.Lock()
+			c.turn.take(ctx)
 			c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)")
-			c.turn.Unlock()
+			c.turn.give()
 		}
 	}
 }
@@ -79,7 +86,7 @@ func (c *checkpointer) run() {
 // close stops the checkpointer and closes its connection; closing again does nothing.
 func (c *checkpointer) close() {
 	c.closing.Do(func() {
-		close(c.wake)
+		close(c.stop)
 		c.stopped.Wait()
 		c.db.Close()
 	})

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -42,11 +41,12 @@ type Options struct {
 
 // Backend is a SQLite store.Backend.
 type Backend struct {
-	db *sql.DB
+	db *sql.DB // owns conn; nothing runs statements on it (they would bypass turn)
 	// conn is the one connection every transaction of this process runs on, one at a
-	// time (turn); the backend begins and ends them itself.
+	// time (turn); the backend begins and ends them itself (transaction.go).
 	conn         *sql.Conn
-	turn         *sync.Mutex       // held for each transaction, and by a restart checkpoint
+	turn         turn
+	unusable     error             // set, under turn, once the connection is closed or broken
 	statements   *sqltx.Statements // prepared once on conn, reused by every transaction
 	checkpoints  *checkpointer
 	clock        func() time.Time
@@ -158,7 +158,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 		db.Close()
 		return nil, err
 	}
-	turn := new(sync.Mutex)
+	turn := make(turn, 1)
 	checkpoints, err := startCheckpointer(dataSource(abs, mode, restartWait, synchronous), 256, turn)
 	if err != nil {
 		conn.Close()
@@ -173,10 +173,10 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 		clock: clock, path: abs, opened: opened}, nil
 }
 
-// dataSource is the driver's name for a connection to the file at abs: write
-// transactions take the write lock at BEGIN, a lock is waited for up to busy, commits are
-// synced as synchronous says, and SQLite's own checkpoints are off (the checkpointer's
-// job, off the claim path).
+// dataSource is the driver's name for a connection to the file at abs: a lock is waited
+// for up to busy, commits are synced as synchronous says, SQLite's own checkpoints are
+// off (the checkpointer's job, off the claim path), and database/sql's transactions
+// (migrations, tests) take the write lock at BEGIN, as the backend's own do.
 func dataSource(abs, mode string, busy time.Duration, synchronous string) string {
 	q := url.Values{}
 	q.Set("mode", mode)
@@ -191,11 +191,16 @@ func dataSource(abs, mode string, busy time.Duration, synchronous string) string
 // Path is the store's absolute path.
 func (b *Backend) Path() string { return b.path }
 
-// Close closes the database.
+// Close closes the database; a transaction still running in another goroutine ends
+// first, and every later one fails closed.
 func (b *Backend) Close() error {
-	b.checkpoints.close()
-	b.turn.Lock() // a transaction still running in another goroutine ends first
-	defer b.turn.Unlock()
+	b.checkpoints.close() // before the turn: a restart checkpoint may be waiting for it
+	b.turn.take(context.Background())
+	defer b.turn.give()
+	if b.unusable == errClosed {
+		return nil
+	}
+	b.unusable = errClosed
 	b.statements.Close()
 	b.conn.Close()
 	return b.db.Close() // the last connection to the file checkpoints it and removes the WAL
@@ -404,8 +409,10 @@ func (b *Backend) migrate(ctx context.Context, mode migration) error {
 			return err
 		}
 	}
-	b.turn.Lock()
-	defer b.turn.Unlock()
+	if err := b.turn.take(ctx); err != nil {
+		return err
+	}
+	defer b.turn.give()
 	tx, err := b.conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -440,73 +447,6 @@ func (b *Backend) stillOpened() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s is no longer the file this process opened (moved, replaced or deleted since): restart this process so that it opens the store that is there now", store.ErrUnavailable, b.path)
-}
-
-// Update implements store.Backend.
-func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return b.transaction(ctx, "BEGIN IMMEDIATE", func(t *sqltx.Tx) error {
-		t.DeferEvents = true // one statement for a transaction's events
-		if err := fn(t); err != nil {
-			return err
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-		return ctx.Err() // a caller that gave up gets nothing committed
-	})
-}
-
-// View implements store.Backend.
-func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
-	return b.transaction(ctx, "BEGIN", func(t *sqltx.Tx) error { return fn(t) })
-}
-
-// transaction runs fn in a transaction on the backend's connection, begun with begin
-// (BEGIN IMMEDIATE takes the write lock at once, waiting for it up to the lock timeout
-// or until ctx is done), and commits it if fn succeeds: a read-only one has nothing to
-// commit. It begins and ends the transaction itself: database/sql's Tx starts a
-// goroutine for every transaction and the driver another for each statement under its
-// context, which together cost a claim about a tenth of its time (BENCHMARKS.md).
-func (b *Backend) transaction(ctx context.Context, begin string, fn func(*sqltx.Tx) error) error {
-	if err := b.stillOpened(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.turn.Lock()
-	defer b.turn.Unlock()
-	ended := false
-	defer func() {
-		// fn failed or panicked, or the BEGIN failed (it may have begun all the same if
-		// ctx ended as it did): nothing of it is kept, and the connection is left
-		// outside any transaction for the next one. With no transaction open the
-		// ROLLBACK fails, harmlessly.
-		if !ended {
-			b.statements.Exec(context.Background(), "ROLLBACK")
-		}
-	}()
-	if err := b.statements.Exec(ctx, begin); err != nil {
-		return err
-	}
-	t := &sqltx.Tx{SQL: b.conn, At: b.clock(), Dialect: sqltx.SQLite, Statements: b.statements}
-	if err := b.checkRetired(t); err != nil {
-		return err
-	}
-	if err := fn(t); err != nil {
-		return err
-	}
-	if begin == "BEGIN" {
-		return nil // the deferred ROLLBACK ends the read
-	}
-	// Not under ctx: a COMMIT the driver interrupted halfway would leave the caller not
-	// knowing whether it landed.
-	if err := b.statements.Exec(context.Background(), "COMMIT"); err != nil {
-		return err
-	}
-	ended = true
-	b.checkpoints.committed()
-	return nil
 }
 
 // checkRetired fails closed on a store that was copied into another: every command on

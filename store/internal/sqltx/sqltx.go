@@ -19,7 +19,12 @@ import (
 // Tx is a store.Tx over a database/sql transaction: SQLite's and PostgreSQL's (through
 // pgx's database/sql driver) run the same statements, written with ? placeholders.
 type Tx struct {
-	SQL     Conn
+	SQL Querier
+	// Ctx, if set, is the caller's: once it is done every statement fails with its
+	// error. (A *sql.Tx ends with its own context; the SQLite backend's transactions
+	// have none.) Statements do not run under it otherwise: the SQLite driver starts a
+	// goroutine for each statement run under a context that can end.
+	Ctx     context.Context
 	At      time.Time // the transaction's time on the store's one clock
 	Dialect *Dialect
 	// DeferEvents keeps appended events and writes them all in one statement at Flush,
@@ -31,10 +36,10 @@ type Tx struct {
 	pending    []store.Event
 }
 
-// Conn is what a Tx runs its statements on: a *sql.Tx (PostgreSQL), or the *sql.Conn
+// Querier is what a Tx runs its statements on: a *sql.Tx (PostgreSQL), or the *sql.Conn
 // on which the backend began the transaction itself (SQLite: database/sql's own
 // transactions start a goroutine each, a large part of a claim's cost there).
-type Conn interface {
+type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -74,25 +79,34 @@ func (d *Dialect) bind(q string) string {
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
-		return st.Exec(args...)
+		return st.ExecContext(t.ctx(), args...)
 	}
-	return t.SQL.ExecContext(context.Background(), q, args...)
+	return t.SQL.ExecContext(t.ctx(), q, args...)
 }
 
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
-		return st.Query(args...)
+		return st.QueryContext(t.ctx(), args...)
 	}
-	return t.SQL.QueryContext(context.Background(), q, args...)
+	return t.SQL.QueryContext(t.ctx(), q, args...)
 }
 
 func (t *Tx) queryRow(q string, args ...any) *sql.Row {
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
-		return st.QueryRow(args...)
+		return st.QueryRowContext(t.ctx(), args...)
 	}
-	return t.SQL.QueryRowContext(context.Background(), q, args...)
+	return t.SQL.QueryRowContext(t.ctx(), q, args...)
+}
+
+// ctx is the context statements run under: Ctx once it is done (so they fail at
+// once), else one that never ends.
+func (t *Tx) ctx() context.Context {
+	if t.Ctx != nil && t.Ctx.Err() != nil {
+		return t.Ctx
+	}
+	return context.Background()
 }
 
 // Now implements store.Tx.
