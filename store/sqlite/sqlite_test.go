@@ -26,6 +26,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// newBackend is a new store in the test's folder, closed when the test ends.
+func newBackend(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Create(context.Background(), filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 func claimOne(t *testing.T, b store.Backend) error {
 	t.Helper()
 	id, _ := gate.Title("Bob")
@@ -109,11 +120,7 @@ func TestLockedPastTimeoutFailsClosed(t *testing.T) {
 
 func TestEventLogIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
-	b, err := Create(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newBackend(t)
 	id, _ := gate.Title("Bob")
 	if _, err := store.New(b).Claim(ctx, store.ClaimRequest{Keys: []gate.Key{gate.NewKey(id, gate.Digest{})}, Task: "A"}); err != nil {
 		t.Fatal(err)
@@ -317,11 +324,7 @@ func TestEndedTransactionsLeaveTheConnectionClean(t *testing.T) {
 // when the transaction ahead of it does.
 func TestWaitingForTheConnectionEndsWithCtx(t *testing.T) {
 	ctx := context.Background()
-	b, err := Create(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newBackend(t)
 	inside, release := make(chan struct{}), make(chan struct{})
 	go b.Update(ctx, func(store.Tx) error {
 		close(inside)
@@ -332,7 +335,7 @@ func TestWaitingForTheConnectionEndsWithCtx(t *testing.T) {
 	stop := time.AfterFunc(10*time.Second, func() { close(release) }) // never hang the test
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	err = b.View(short, func(store.Tx) error { return nil })
+	err := b.View(short, func(store.Tx) error { return nil })
 	waited := !stop.Stop() // the transaction ahead was let go first: the View waited for it
 	if !waited {
 		close(release)
@@ -347,10 +350,7 @@ func TestWaitingForTheConnectionEndsWithCtx(t *testing.T) {
 // transaction after Close fails closed, saying so.
 func TestCloseDuringATransaction(t *testing.T) {
 	ctx := context.Background()
-	b, err := Create(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBackend(t)
 	b.checkpoints.commits.Store(b.checkpoints.every - 1) // this commit wakes it
 	inside, release, committed := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
@@ -382,12 +382,8 @@ func TestCloseDuringATransaction(t *testing.T) {
 // connection and refuses every later transaction, naming what to do.
 func TestARollbackThatFailsClosesTheStore(t *testing.T) {
 	ctx := context.Background()
-	b, err := Create(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	err = b.Update(ctx, func(tx store.Tx) error {
+	b := newBackend(t)
+	err := b.Update(ctx, func(tx store.Tx) error {
 		b.conn.Close() // what a broken connection looks like to ROLLBACK
 		return errors.New("fn fails")
 	})
