@@ -480,3 +480,63 @@ func TestCreateIsWholeOrAbsent(t *testing.T) {
 		t.Errorf("beside the bundle: %v; want the bundle alone", names)
 	}
 }
+
+// TestSealIsWholeOrAbsent: the seal is written beside the bundle and renamed into place,
+// so a crash while sealing leaves the bundle unsealed (and verifiable), never with a
+// seal cut short. What such a crash leaves beside it does not stop a later seal; a
+// second sealer cannot replace the first's seal; a seal leaves nothing behind.
+func TestSealIsWholeOrAbsent(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "b")
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := synthFrame("Bob")
+	h, err := r.Frame(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
+	r.Close()
+	leftover := filepath.Join(parent, ".b.seal-12345")
+	if err := os.WriteFile(leftover, []byte(`{"format": "sendonce-evid`), 0o600); err != nil { // a seal the crash cut short
+		t.Fatal(err)
+	}
+	if b, err := Verify(dir, VerifyOptions{}); err != nil || b.Sealed() {
+		t.Fatalf("the bundle with a cut-short seal beside it: sealed %v, %v; want it verified, unsealed", b != nil && b.Sealed(), err)
+	}
+
+	first, err := Reopen(dir, newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Reopen(dir, newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Seal("not_sent", nil, testSigner); err != nil {
+		t.Fatalf("sealing beside a crash's leftover: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "seal.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Seal("sent_verified", nil, testSigner); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("a second seal: %v; want it refused, the first seal standing", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "seal.json")); !bytes.Equal(got, want) {
+		t.Errorf("the second sealer changed seal.json")
+	}
+	if b, err := Verify(dir, VerifyOptions{}); err != nil || !b.Sealed() || b.Seal.Outcome != "not_sent" {
+		t.Fatalf("after sealing: %v; want the first seal, verified", err)
+	}
+	entries, _ := os.ReadDir(parent)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != ".b.seal-12345 b" {
+		t.Errorf("beside the bundle: %v; want the bundle and the crash's leftover only", names)
+	}
+}

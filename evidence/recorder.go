@@ -167,7 +167,7 @@ func startBundle(dir string, m Manifest) (*os.File, []byte, error) {
 	return f, mb, nil
 }
 
-// renameNoReplace renames the folder from to to, which must not exist. Where the
+// renameNoReplace renames the file or folder from to to, which must not exist. Where the
 // filesystem cannot refuse to replace (no RENAME_NOREPLACE), it is checked first.
 func renameNoReplace(from, to string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
@@ -343,11 +343,43 @@ func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKe
 	if err != nil {
 		return Seal{}, err
 	}
-	if err := writeDurable(filepath.Join(r.dir, "seal.json"), append(b, '\n')); err != nil {
+	if err := writeWhole(filepath.Join(r.dir, "seal.json"), append(b, '\n')); err != nil {
 		return Seal{}, err
 	}
 	r.sealed = true
-	return s, syncDir(r.dir)
+	return s, nil
+}
+
+// writeWhole writes a new file so that a crash leaves it whole or absent: it is written
+// and synced as a hidden ".NAME.seal-*" file beside the bundle (outside it, so a
+// leftover is never one of the bundle's files), then renamed into place. A seal cut
+// short would make a bundle that no one can verify; an absent one leaves it unsealed,
+// as any crash before sealing does.
+func writeWhole(path string, b []byte) error {
+	bundle := filepath.Dir(path)
+	f, err := os.CreateTemp(filepath.Dir(bundle), "."+filepath.Base(bundle)+".seal-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(fileMode)
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = renameNoReplace(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(bundle)
 }
 
 // Close closes the steps file without sealing, as a crash would leave it.
