@@ -11,7 +11,8 @@ import (
 // TestSealOnAFullDisk seals a bundle on a file system that is full (a 512 KiB tmpfs in
 // a private mount namespace: the test runs itself again under unshare, as root). The
 // seal fails, and the bundle is left unsealed and verifiable, not with an empty
-// seal.json that no one could read; once there is room again it is sealed.
+// seal.json that no one could read; a frame that could not be stored leaves no file
+// that would later pass for it; once there is room again it is recorded and sealed.
 func TestSealOnAFullDisk(t *testing.T) {
 	if d := os.Getenv("SENDONCE_FULL_DISK_DIR"); d != "" {
 		sealOnAFullDisk(t, d)
@@ -53,6 +54,10 @@ func sealOnAFullDisk(t *testing.T, d string) {
 		}
 	}
 	fill.Close()
+	later, _ := synthFrame("Alice")
+	if _, err := r.Frame(later); err == nil {
+		t.Fatal("storing a frame on a full disk succeeded")
+	}
 	if _, err := r.Seal("not_sent", nil, testSigner); err == nil {
 		t.Fatal("sealing on a full disk succeeded")
 	}
@@ -62,6 +67,18 @@ func sealOnAFullDisk(t *testing.T, d string) {
 	if err := os.Remove(filepath.Join(d, "fill")); err != nil {
 		t.Fatal(err)
 	}
+	// With room again, the frame that failed is stored whole (not taken as stored by
+	// the file its failed write left) and recorded.
+	r, err = Reopen(dir, newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err = r.Frame(later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Alice"}})
+	r.Close()
 	again, err := Reopen(dir, newStepClock())
 	if err != nil {
 		t.Fatal(err)

@@ -427,21 +427,23 @@ func writeOnce(path string, b []byte) error {
 	return writeDurable(path, b)
 }
 
-// writeDurable writes a new file and fsyncs it and its folder.
+// writeDurable writes a new file and fsyncs it and its folder. A file it could not
+// write whole (a full disk) is removed: frames are stored once by their hash, and a
+// later writeOnce would take a file cut short for the frame.
 func writeDurable(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
+		os.Remove(path)
 		return err
 	}
 	return syncDir(filepath.Dir(path))
