@@ -357,26 +357,15 @@ func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKe
 // as any crash before sealing does.
 func writeWhole(path string, b []byte) error {
 	bundle := filepath.Dir(path)
-	f, err := os.CreateTemp(filepath.Dir(bundle), "."+filepath.Base(bundle)+".seal-")
+	f, err := os.CreateTemp(filepath.Dir(bundle), "."+filepath.Base(bundle)+".seal-") // mode 0600, as fileMode
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	err = f.Chmod(fileMode)
-	if err == nil {
-		_, err = f.Write(b)
+	if err := fill(f, b); err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = renameNoReplace(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := renameNoReplace(f.Name(), path); err != nil {
+		os.Remove(f.Name())
 		return err
 	}
 	return syncDir(bundle)
@@ -427,15 +416,23 @@ func writeOnce(path string, b []byte) error {
 	return writeDurable(path, b)
 }
 
-// writeDurable writes a new file and fsyncs it and its folder. A file it could not
-// write whole (a full disk) is removed: frames are stored once by their hash, and a
-// later writeOnce would take a file cut short for the frame.
+// writeDurable writes a new file and fsyncs it and its folder.
 func writeDurable(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
+	if err := fill(f, b); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// fill writes b to the new file f, syncs and closes it. A file it could not write
+// whole (a full disk) is removed: frames are stored once by their hash, and a later
+// writeOnce would take a file cut short for the frame.
+func fill(f *os.File, b []byte) error {
+	_, err := f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -443,10 +440,9 @@ func writeDurable(path string, b []byte) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
-		return err
+		os.Remove(f.Name())
 	}
-	return syncDir(filepath.Dir(path))
+	return err
 }
 
 func syncDir(dir string) error {
