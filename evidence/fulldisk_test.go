@@ -61,6 +61,9 @@ func sealOnAFullDisk(t *testing.T, d string) {
 	if _, err := r.Seal("not_sent", nil, testSigner); err == nil {
 		t.Fatal("sealing on a full disk succeeded")
 	}
+	if left, _ := filepath.Glob(filepath.Join(d, ".b.seal-*")); len(left) != 0 {
+		t.Errorf("the failed seal left %v behind", left)
+	}
 	if b, err := Verify(dir, VerifyOptions{}); err != nil || b.Sealed() {
 		t.Fatalf("the bundle whose seal failed on a full disk: %v (sealed %v); want it verified, unsealed", err, b != nil && b.Sealed())
 	}

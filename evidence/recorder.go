@@ -167,7 +167,7 @@ func startBundle(dir string, m Manifest) (*os.File, []byte, error) {
 	return f, mb, nil
 }
 
-// renameNoReplace renames the file or folder from to to, which must not exist. Where the
+// renameNoReplace renames the folder from to to, which must not exist. Where the
 // filesystem cannot refuse to replace (no RENAME_NOREPLACE), it is checked first.
 func renameNoReplace(from, to string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
@@ -346,15 +346,17 @@ func (r *Recorder) Seal(outcome string, reasons []string, sign ed25519.PrivateKe
 	if err := writeWhole(filepath.Join(r.dir, "seal.json"), append(b, '\n')); err != nil {
 		return Seal{}, err
 	}
-	r.sealed = true
-	return s, nil
+	r.sealed = true // in place: whatever the folder's sync says, a second seal is wrong
+	return s, syncDir(r.dir)
 }
 
-// writeWhole writes a new file so that a crash leaves it whole or absent: it is written
+// writeWhole places a new file so that a crash leaves it whole or absent: it is written
 // and synced as a hidden ".NAME.seal-*" file beside the bundle (outside it, so a
-// leftover is never one of the bundle's files), then renamed into place. A seal cut
-// short would make a bundle that no one can verify; an absent one leaves it unsealed,
-// as any crash before sealing does.
+// leftover is never one of the bundle's files), then linked into place, which refuses
+// an existing file on every file system (a rename would replace one where the system
+// cannot refuse, NFS among them), and the hidden name removed. A seal cut short would
+// make a bundle that no one can verify; an absent one leaves it unsealed, as any crash
+// before sealing does. The caller syncs the bundle's folder.
 func writeWhole(path string, b []byte) error {
 	bundle := filepath.Dir(path)
 	f, err := os.CreateTemp(filepath.Dir(bundle), "."+filepath.Base(bundle)+".seal-") // mode 0600, as fileMode
@@ -364,11 +366,8 @@ func writeWhole(path string, b []byte) error {
 	if err := fill(f, b); err != nil {
 		return err
 	}
-	if err := renameNoReplace(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return syncDir(bundle)
+	defer os.Remove(f.Name())
+	return os.Link(f.Name(), path)
 }
 
 // Close closes the steps file without sealing, as a crash would leave it.
