@@ -399,16 +399,7 @@ func TestReportGolden(t *testing.T) {
 // extra file, and any unrecorded frame in a sealed bundle, still fails it.
 func TestFramesAheadOfTheirRecord(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	r, err := Create(dir, testManifest("report.txt", []byte("the report")), newStepClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, _ := synthFrame("Bob")
-	h, err := r.Frame(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
+	r := bundleWithTitle(t, dir, "Bob")
 	ahead, err := r.FramePNG([]byte("a frame whose record was never appended"))
 	if err != nil {
 		t.Fatal(err)
@@ -488,17 +479,7 @@ func TestCreateIsWholeOrAbsent(t *testing.T) {
 func TestSealIsWholeOrAbsent(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "b")
-	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, _ := synthFrame("Bob")
-	h, err := r.Frame(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Bob"}})
-	r.Close()
+	bundleWithTitle(t, dir, "Bob").Close()
 	leftover := filepath.Join(parent, ".b.seal-12345")
 	if err := os.WriteFile(leftover, []byte(`{"format": "sendonce-evid`), 0o600); err != nil { // a seal the crash cut short
 		t.Fatal(err)

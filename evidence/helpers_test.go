@@ -63,6 +63,29 @@ func rawAppend(t *testing.T, dir string, rec map[string]any) {
 	f.Close()
 }
 
+// bundleWithTitle creates a bundle at dir holding one record: the conversation title
+// observed on a frame that shows it.
+func bundleWithTitle(t *testing.T, dir, title string) *Recorder {
+	t.Helper()
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	observeTitle(t, r, title)
+	return r
+}
+
+// observeTitle records title as observed on a frame that shows it.
+func observeTitle(t *testing.T, r *Recorder, title string) {
+	t.Helper()
+	img, _ := synthFrame(title)
+	h, err := r.Frame(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: title}})
+}
+
 func mustAppend(t *testing.T, r *Recorder, rec Record) string {
 	t.Helper()
 	h, err := r.Append(rec)
