@@ -16,7 +16,6 @@ import (
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
-	"github.com/sendonce/sendonce/store/internal/sqltx"
 )
 
 // BenchmarkClaim measures one uncontended, durable claim (BEGIN IMMEDIATE, the rules,
@@ -55,90 +54,6 @@ func BenchmarkClaim(b *testing.B) {
 	if fi, err := os.Stat(path + "-wal"); err == nil {
 		b.ReportMetric(float64(fi.Size())/1024, "wal-KiB")
 	}
-}
-
-// BenchmarkClaimShare interleaves, round by round in one folder, durable claims of new
-// keys, the cheapest durable commit this backend can make (one row into a table of its
-// own, through the same transaction path: BEGIN IMMEDIATE, a prepared insert, a
-// synchronous FULL commit, the checkpointer) and fsyncs of a 4 KiB write, so that all
-// three see the same machine at the same moments. It reports each one's rate, claims as
-// a share of fsyncs (the goal: at least 50%) and the floor's share: no claim,
-// however few pages it wrote, could do better than the floor here.
-func BenchmarkClaimShare(b *testing.B) {
-	ctx := context.Background()
-	dir := diskFolder(b)
-	b.Logf("in %s (%s)", dir, filesystem(b, dir))
-	claims, err := Create(ctx, filepath.Join(dir, "claims.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := store.New(claims)
-	defer s.Close()
-	floor, err := Create(ctx, filepath.Join(dir, "floor.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer floor.Close()
-	if _, err := floor.conn.ExecContext(ctx, "CREATE TABLE floor (id INTEGER PRIMARY KEY, v BLOB NOT NULL)"); err != nil {
-		b.Fatal(err)
-	}
-	insert, err := floor.conn.PrepareContext(ctx, "INSERT INTO floor (v) VALUES (?)")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer insert.Close()
-	f, err := os.Create(filepath.Join(dir, "fsync"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-
-	id, _ := gate.Title("Bob")
-	row, page := make([]byte, 32), make([]byte, 4096)
-	const each = 100 // of each kind per round
-	var claimTime, floorTime, fsyncTime time.Duration
-	n := 0
-	for b.Loop() {
-		start := time.Now()
-		for i := range each {
-			k := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint(n*each+i))))
-			if _, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "bench"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		claimTime += time.Since(start)
-
-		start = time.Now()
-		for range each {
-			err := floor.transaction(ctx, true, func(*sqltx.Tx) error {
-				_, err := insert.ExecContext(ctx, row)
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		floorTime += time.Since(start)
-
-		start = time.Now()
-		for i := range each {
-			if _, err := f.WriteAt(page, int64(i%256)*4096); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		fsyncTime += time.Since(start)
-		n++
-	}
-	rate := func(d time.Duration) float64 { return float64(n*each) / d.Seconds() }
-	b.ReportMetric(rate(claimTime), "claims/s")
-	b.ReportMetric(rate(floorTime), "floor-commits/s")
-	b.ReportMetric(rate(fsyncTime), "fsyncs/s")
-	b.ReportMetric(100*rate(claimTime)/rate(fsyncTime), "claims-%-of-fsyncs")
-	b.ReportMetric(100*rate(floorTime)/rate(fsyncTime), "floor-%-of-fsyncs")
-	b.ReportMetric(0, "ns/op") // a round of 300 operations of three kinds: its time means nothing
 }
 
 // BenchmarkClaimPages counts the pages a claim of a new key writes: the frames its
