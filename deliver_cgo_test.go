@@ -180,12 +180,13 @@ func profileVariant(t *testing.T, profile, app, replace, with string) sendonce.O
 	return sendonce.Options{ProfileDirs: []string{dir}}
 }
 
-// TestReplayedPathReadBack: Gajim's profile with the typed path read back whole
-// (whole_line: the built-in checks the file's name only, see the README) delivers the
-// recording whose field shows the path as typed. When the replayed field shows this
-// run's path with one character of a folder's name lost (as an app that dropped a key
-// would), its file name intact, the read-back stops the delivery before choose_file:
-// not_sent, the Return that would choose the file never sent.
+// TestReplayedPathReadBack: Gajim's built-in profile reads the typed path back from the
+// field through the X selection (read_field; the replay answers with what this run
+// typed, or what Shows makes of it), and a variant reads it whole by OCR instead
+// (whole_line). Each delivers the recording whose field holds the path as typed. When
+// the field holds this run's path with one character of a folder's name lost (as an
+// app that dropped a key would), its file name intact, the read-back stops the delivery
+// before choose_file: not_sent, the Return that would choose the file never sent.
 func TestReplayedPathReadBack(t *testing.T) {
 	profile, err := os.ReadFile("driver/profiles/gajim.json")
 	if err != nil {
@@ -198,16 +199,23 @@ func TestReplayedPathReadBack(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, fixture, lose string
+		ocr                 bool // the variant that reads the field whole by OCR, else the built-in profile
 		want                gate.Outcome
 	}{
-		{"as typed", "verified-text-file", "", gate.SentVerified},
-		{"as typed, after a leftover send page", "leftover-send-page", "", gate.SentVerified},
-		{"a folder's character lost", "verified-text-file", "staging", gate.NotSent},
-		{"a dispatch character lost", "verified-text-file", "dispatch", gate.NotSent},
+		{"as typed", "verified-text-file", "", false, gate.SentVerified},
+		{"a folder's character lost", "verified-text-file", "staging", false, gate.NotSent},
+		{"a dispatch character lost", "verified-text-file", "dispatch", false, gate.NotSent},
+		{"by OCR, as typed", "verified-text-file", "", true, gate.SentVerified},
+		{"by OCR, as typed, after a leftover send page", "leftover-send-page", "", true, gate.SentVerified},
+		{"by OCR, a folder's character lost", "verified-text-file", "staging", true, gate.NotSent},
+		{"by OCR, a dispatch character lost", "verified-text-file", "dispatch", true, gate.NotSent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newReplayed(t, tc.fixture, whole(t))
-			r.req.App = "gajim-whole-path"
+			r, check := newReplayed(t, tc.fixture, sendonce.Options{}), "read the typed path back"
+			if tc.ocr {
+				r, check = newReplayed(t, tc.fixture, whole(t)), "check the typed path"
+				r.req.App = "gajim-whole-path"
+			}
 			os.Mkdir(r.req.Staging, 0o750)
 			os.Chmod(r.req.Staging, 0o750)
 			shown := 0
@@ -231,8 +239,8 @@ func TestReplayedPathReadBack(t *testing.T) {
 			if shown == 0 {
 				t.Fatal("the field never showed the path with a character lost: the stop proves nothing of the check")
 			}
-			if r.drv.Inputs() > choose || !strings.Contains(res.Stopped, "check the typed path") {
-				t.Fatalf("stopped after %d inputs (the Return that chooses is input %d): %q; want a stop at the check of the typed path, before it", r.drv.Inputs(), choose+1, res.Stopped)
+			if r.drv.Inputs() > choose || !strings.Contains(res.Stopped, check) {
+				t.Fatalf("stopped after %d inputs (the Return that chooses is input %d): %q; want a stop at %q, before it", r.drv.Inputs(), choose+1, res.Stopped, check)
 			}
 		})
 	}

@@ -29,6 +29,10 @@ func (d *lookOnly) Type(context.Context, string) error             { d.inputs++;
 func (d *lookOnly) Move(context.Context, image.Point) error        { d.inputs++; return nil }
 func (d *lookOnly) Bounds() image.Rectangle                        { return image.Rect(0, 0, 1280, 800) }
 func (d *lookOnly) Focused(context.Context) (driver.Window, error) { return d.win, nil }
+func (d *lookOnly) FieldText(context.Context, driver.Window) (string, error) {
+	d.inputs++
+	return "", nil
+}
 func (d *lookOnly) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
 	img := image.NewRGBA(r)
 	draw.Draw(img, r, image.NewUniform(color.White), image.Point{}, draw.Src)

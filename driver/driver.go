@@ -46,6 +46,11 @@ type Driver interface {
 	// The runner asks it before every keyboard event: keys typed into another window
 	// could land in another conversation, or another app.
 	Focused(ctx context.Context) (Window, error)
+	// FieldText selects all the text of the field that has the keyboard focus in w (it
+	// presses ctrl+a) and reads it back through the X PRIMARY selection: the app's own
+	// text, character for character, not a reading of pixels. Only a selection that a
+	// window of w's own X client made after the call began counts.
+	FieldText(ctx context.Context, w Window) (string, error)
 }
 
 // InputGuard is asked before every input event; an error stops the event.
@@ -91,6 +96,13 @@ func (g Guarded) Key(ctx context.Context, chord string) error {
 		return err
 	}
 	return g.Driver.Key(ctx, chord)
+}
+
+func (g Guarded) FieldText(ctx context.Context, w Window) (string, error) {
+	if err := g.check(ctx); err != nil {
+		return "", err
+	}
+	return g.Driver.FieldText(ctx, w)
 }
 
 func (g Guarded) Type(ctx context.Context, text string) error {

@@ -252,8 +252,8 @@ type Step struct {
 	Crosses string `json:"crosses,omitempty"`
 
 	Keys   string      `json:"keys,omitempty"`   // key
-	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone (templates: {{address}} {{file_name}} {{file_path}} {{title}})
-	Window string      `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window: a title prefix
+	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone, read_field (templates: {{address}} {{file_name}} {{file_path}} {{title}})
+	Window string      `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window, read_field: a title prefix
 	Region *Region     `json:"region,omitempty"` // where to look; the whole window when absent
 	Prep   vision.Prep `json:"prep"`
 	// AltPreps are tried in turn when Prep does not find the text (OCR of light text on
@@ -419,6 +419,9 @@ func couldSubmit(s Step) string {
 //	wait_window_gone  wait until no window titled Window is viewable
 //	escape_window     while a window titled Window is viewable, activate it and press Escape
 //	escape_text       while Text shows in Region, press Escape
+//	read_field        select all of the focused field's text in the dialog Window (ctrl+a)
+//	                  and read it back through the X selection: it must be Text exactly
+//	                  (the app's own characters, not a reading of pixels)
 //
 // inputBefore says whether one of steps sends input.
 func inputBefore(steps []Step) bool {
@@ -432,7 +435,7 @@ func inputBefore(steps []Step) bool {
 
 func stepKind(do string) (input, ok bool) {
 	switch do {
-	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text":
+	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text", "read_field":
 		return true, true
 	case "wait_text", "wait_gone", "wait_window", "wait_window_gone":
 		return false, true
@@ -575,6 +578,8 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: if.text is required", where)
 			case s.WholeLine && (s.Do != "wait_text" || s.Suffix || s.Exact):
 				return fmt.Errorf("%s: whole_line is for wait_text steps, without suffix or exact", where)
+			case s.Do == "read_field" && (s.Text == "" || s.Window == "" || s.Class != evidence.Safe):
+				return fmt.Errorf("%s: a read_field step is safe and names the text the field must hold and the dialog (window) it is in", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

@@ -138,6 +138,9 @@ func (windowsOnly) Type(context.Context, string) error                          
 func (windowsOnly) Move(context.Context, image.Point) error                       { return nil }
 func (windowsOnly) Capture(context.Context, image.Rectangle) (*image.RGBA, error) { return nil, nil }
 func (windowsOnly) Bounds() image.Rectangle                                       { return image.Rect(0, 0, 1280, 800) }
+func (windowsOnly) FieldText(context.Context, Window) (string, error) {
+	return "", errors.New("windowsOnly has no fields")
+}
 func (d windowsOnly) Focused(context.Context) (Window, error) {
 	for i := len(d.ws) - 1; i >= 0; i-- {
 		if (d.focus == 0 && d.ws[i].Viewable) || d.ws[i].ID == d.focus {

@@ -610,7 +610,7 @@ var ErrFocus = errors.New("keyboard focus elsewhere")
 // into: the one it names, else the app's. Other steps need nothing.
 func (r *Runner) stepFocus(ctx context.Context, s Step) error {
 	switch s.Do {
-	case "key", "type_text", "type_path", "escape_text":
+	case "key", "type_text", "type_path", "escape_text", "read_field":
 	default:
 		return nil
 	}
@@ -723,6 +723,8 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		}
 		res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 		return d.Click(ctx, c)
+	case "read_field":
+		return r.readField(ctx, s, res)
 	case "wait_gone":
 		return r.waitGone(ctx, s, res)
 	case "wait_window", "wait_window_gone":
@@ -802,6 +804,33 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// ErrFieldText: a field read back through the X selection did not hold the text the
+// step wants (or could not be read).
+var ErrFieldText = errors.New("field text")
+
+// readField selects all of the focused field's text in the step's dialog and reads it
+// back through the X selection: the app's own characters, so a key it lost anywhere in
+// a typed path stops the delivery here, before the step that would choose the file.
+func (r *Runner) readField(ctx context.Context, s Step, res *evidence.Record) error {
+	w, ok, err := r.windowTitled(ctx, s.Window)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: no window titled %q to read the field of", ErrFieldText, s.Window)
+	}
+	res.Inputs = []evidence.Input{evidence.KeyInput("ctrl+a")}
+	got, err := r.Driver.FieldText(ctx, w)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrFieldText, err)
+	}
+	res.Target = &evidence.Target{Method: "x_selection", Words: []string{got}, Window: w.Title}
+	if want := r.Vars.expand(s.Text); got != want {
+		return fmt.Errorf("%w: the field in %q holds %q, not %q: stopped before anything else is pressed", ErrFieldText, w.Title, got, want)
+	}
+	return nil
 }
 
 func (r *Runner) waitGone(ctx context.Context, s Step, res *evidence.Record) error {

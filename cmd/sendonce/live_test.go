@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/testbed"
 )
 
@@ -395,6 +396,31 @@ func (l *liveRun) verifyBundle(m map[string]any) {
 	}
 }
 
+// wantFieldReadBack checks that the delivery read the typed path back from the chooser's
+// field through the X selection, and that the app's field held the path typed.
+func (l *liveRun) wantFieldReadBack(m map[string]any) {
+	l.t.Helper()
+	b, err := evidence.Verify(m["evidence"].(string), evidence.VerifyOptions{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var typed string
+	var read []string
+	for _, r := range b.Records {
+		for _, in := range r.Inputs {
+			if in.Kind == "type_path" {
+				typed = in.Path
+			}
+		}
+		if r.Target != nil && r.Target.Method == "x_selection" {
+			read = append(read, r.Target.Words...)
+		}
+	}
+	if typed == "" || len(read) != 1 || read[0] != typed {
+		l.t.Fatalf("the bundle holds the typed path %q and the field read back through the X selection as %q; want one reading, the path", typed, read)
+	}
+}
+
 // status returns `status --key KEY --json`.
 func (l *liveRun) status(key string) map[string]any {
 	l.t.Helper()
@@ -509,6 +535,7 @@ func TestLiveDeliverTextFile(t *testing.T) {
 		l.wantInBobsArchive(bin, "report.txt")
 	}
 	l.verifyBundle(m)
+	l.wantFieldReadBack(m)
 	key, _ := m["key"].(string)
 	if st := l.status(key); st["status"] != "sent_verified" {
 		t.Fatalf("status after the delivery: %v; want sent_verified", st)

@@ -54,6 +54,7 @@ func TestLivePsiDeliverTextFile(t *testing.T) {
 		l.wantLinkInBobsArchive(upload)
 	}
 	l.verifyBundle(m)
+	l.wantFieldReadBack(m)
 	if st := l.status(m["key"].(string)); st["status"] != "sent_verified" {
 		t.Fatalf("status after the delivery: %v; want sent_verified", st)
 	}

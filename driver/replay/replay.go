@@ -206,6 +206,7 @@ type Driver struct {
 	activated driver.Window
 	before    map[uint32]bool
 	typed     []typing
+	lastTyped string // the text this run typed last, as FieldText reads it back
 
 	// Shows is what the app shows of text this run typed where the recording showed
 	// its own: the text itself when nil. A test sets it to play an app that lost a key
@@ -387,12 +388,33 @@ func (d *Driver) Type(ctx context.Context, text string) error {
 	if err := d.next(Input{Kind: "type", Text: text}); err != nil {
 		return err
 	}
+	d.mu.Lock()
+	d.lastTyped = text
+	d.mu.Unlock()
 	if recorded != "" && recorded != text {
 		d.mu.Lock()
 		d.typed = append(d.typed, typing{recorded: recorded, sent: text})
 		d.mu.Unlock()
 	}
 	return nil
+}
+
+// FieldText is what the field holds that this run typed into last: the text it typed
+// (or, with Shows, what Shows makes of it, as the pixels show it too). A recording holds
+// no selection: the live driver's ctrl+a and read are not input events of the recording
+// (the Recorder passes them through unrecorded), and the replay answers them from what
+// this run typed.
+func (d *Driver) FieldText(ctx context.Context, w driver.Window) (string, error) {
+	d.mu.Lock()
+	typed, shows := d.lastTyped, d.Shows
+	d.mu.Unlock()
+	if typed == "" {
+		return "", fmt.Errorf("replay: nothing was typed into a field of %q to read back", w.Title)
+	}
+	if shows != nil {
+		return shows(typed), nil
+	}
+	return typed, nil
 }
 
 // OCR wraps an OCR engine for this replay: where it reads, on one line, the text the

@@ -26,6 +26,7 @@ import (
 // Desktop is the live desktop on $DISPLAY.
 type Desktop struct {
 	mu      sync.Mutex
+	display string // the X display's name, for the connections of selection reads
 	conn    *xgb.Conn
 	capture capturer         // on conn: the common pixel format
 	screen  vision.X11Screen // any other format, and the display's bounds
@@ -47,7 +48,7 @@ func Open(display string) (*Desktop, error) {
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
 	go drainEvents(c)
-	return &Desktop{conn: c, capture: newCapturer(c), root: xproto.Setup(c).DefaultScreen(c).Root, noXTest: xtestTyping(c)}, nil
+	return &Desktop{display: display, conn: c, capture: newCapturer(c), root: xproto.Setup(c).DefaultScreen(c).Root, noXTest: xtestTyping(c)}, nil
 }
 
 // Close closes the X connection (a capture waiting on the server returns) and unmaps

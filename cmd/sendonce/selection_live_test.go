@@ -1,0 +1,202 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/driver/x11"
+)
+
+// fieldApp is an X client on the test bed's display with a window that has the keyboard
+// focus and a field holding text: as GTK and Qt do, it claims the PRIMARY selection
+// with a hidden window of its own when ctrl+a selects the field's text (if claims), and
+// answers requests for it. stale, if set, is a selection it claims at the start, as an
+// app that selected something earlier would hold it.
+type fieldApp struct {
+	c            *xgb.Conn
+	win, hidden  xproto.Window
+	text, stale  string
+	claims       bool
+	utf8String   xproto.Atom
+	selectedText chan string
+}
+
+func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
+	t.Helper()
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	a := &app
+	a.c = c
+	screen := xproto.Setup(c).DefaultScreen(c)
+	for _, w := range []*xproto.Window{&a.win, &a.hidden} {
+		if *w, err = xproto.NewWindowId(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xproto.CreateWindow(c, screen.RootDepth, a.win, screen.Root, 0, 0, 300, 60, 0, xproto.WindowClassInputOutput, screen.RootVisual,
+		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskKeyPress | xproto.EventMaskStructureNotify})
+	xproto.CreateWindow(c, 0, a.hidden, screen.Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil)
+	r, err := xproto.InternAtom(c, false, uint16(len("UTF8_STRING")), "UTF8_STRING").Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.utf8String = r.Atom
+	xproto.MapWindow(c, a.win)
+	for { // mapped (override-redirect: no window manager in between)
+		ev, err := c.WaitForEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ev.(xproto.MapNotifyEvent); ok {
+			break
+		}
+	}
+	before, err := xproto.GetInputFocus(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, a.win, xproto.TimeCurrentTime)
+	t.Cleanup(func() { xproto.SetInputFocus(c, before.RevertTo, before.Focus, xproto.TimeCurrentTime) })
+	if now, err := xproto.GetInputFocus(c).Reply(); err != nil || now.Focus != a.win {
+		t.Fatalf("the test's window did not get the keyboard focus (%v): keys now would reach another window", err)
+	}
+	selected := a.stale
+	if a.stale != "" {
+		xproto.SetSelectionOwner(c, a.hidden, xproto.AtomPrimary, xproto.TimeCurrentTime)
+	}
+	go func() {
+		for {
+			ev, err := c.WaitForEvent()
+			if ev == nil && err == nil {
+				return
+			}
+			switch ev := ev.(type) {
+			case xproto.KeyPressEvent:
+				if a.claims && ev.State&xproto.ModMaskControl != 0 {
+					selected = a.text
+					xproto.SetSelectionOwner(c, a.hidden, xproto.AtomPrimary, ev.Time)
+				}
+			case xproto.SelectionRequestEvent:
+				answer := xproto.SelectionNotifyEvent{Time: ev.Time, Requestor: ev.Requestor, Selection: ev.Selection, Target: ev.Target, Property: xproto.AtomNone}
+				if ev.Owner == a.hidden && ev.Target == a.utf8String {
+					xproto.ChangeProperty(c, xproto.PropModeReplace, ev.Requestor, ev.Property, a.utf8String, 8, uint32(len(selected)), []byte(selected))
+					answer.Property = ev.Property
+				}
+				xproto.SendEvent(c, false, ev.Requestor, 0, string(answer.Bytes()))
+			}
+		}
+	}()
+	return a
+}
+
+// TestLiveFieldText: the desktop reads a field's text through the X selection exactly
+// as the app holds it (UTF-8 included), and only a selection the app of the field's
+// window made after ctrl+a counts: an earlier one of its own is not taken for it, nor
+// one that another client claims meanwhile. Gajim's and Psi+'s own fields are read this
+// way in every live delivery (read the typed path back).
+func TestLiveFieldText(t *testing.T) {
+	display := liveTestBed(t).display(t)
+	t.Setenv("DISPLAY", display)
+	d, err := x11.Open(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	const path = "/var/lib/sendonce/staging/0a1B2c3D4e5F/Rapport final – été 2026.txt"
+
+	t.Run("the app's text after ctrl+a", func(t *testing.T) {
+		app := startFieldApp(t, display, fieldApp{text: path, claims: true, stale: "an earlier selection"})
+		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
+		if err != nil || got != path {
+			t.Fatalf("FieldText = %q, %v; want %q", got, err, path)
+		}
+	})
+	t.Run("an earlier selection of the app's", func(t *testing.T) {
+		app := startFieldApp(t, display, fieldApp{text: path, stale: path})
+		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
+		if !errors.Is(err, x11.ErrNoSelection) {
+			t.Fatalf("FieldText = %q, %v; want ErrNoSelection: the app held the selection from before and selected nothing after ctrl+a", got, err)
+		}
+	})
+	t.Run("another client's selection", func(t *testing.T) {
+		app := startFieldApp(t, display, fieldApp{text: path})
+		other := startFieldAppUnfocused(t, display, path)
+		stop := make(chan struct{})
+		defer close(stop)
+		go other.claimWhenTaken(stop) // claims the selection as soon as FieldText takes it
+		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
+		if !errors.Is(err, x11.ErrNoSelection) {
+			t.Fatalf("FieldText = %q, %v; want ErrNoSelection: the selection belongs to another client than the field's window", got, err)
+		}
+	})
+}
+
+// startFieldAppUnfocused is a second client that answers for the selection with text
+// but never has the focus.
+func startFieldAppUnfocused(t *testing.T, display, text string) *fieldApp {
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	a := &fieldApp{c: c, text: text}
+	screen := xproto.Setup(c).DefaultScreen(c)
+	if a.hidden, err = xproto.NewWindowId(c); err != nil {
+		t.Fatal(err)
+	}
+	xproto.CreateWindow(c, 0, a.hidden, screen.Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil)
+	r, err := xproto.InternAtom(c, false, uint16(len("UTF8_STRING")), "UTF8_STRING").Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.utf8String = r.Atom
+	go func() {
+		for {
+			ev, err := c.WaitForEvent()
+			if ev == nil && err == nil {
+				return
+			}
+			if ev, ok := ev.(xproto.SelectionRequestEvent); ok {
+				xproto.ChangeProperty(c, xproto.PropModeReplace, ev.Requestor, ev.Property, a.utf8String, 8, uint32(len(text)), []byte(text))
+				answer := xproto.SelectionNotifyEvent{Time: ev.Time, Requestor: ev.Requestor, Selection: ev.Selection, Target: ev.Target, Property: ev.Property}
+				xproto.SendEvent(c, false, ev.Requestor, 0, string(answer.Bytes()))
+			}
+		}
+	}()
+	return a
+}
+
+// claimWhenTaken claims the PRIMARY selection once another client than a has taken it.
+func (a *fieldApp) claimWhenTaken(stop <-chan struct{}) {
+	first, err := xproto.GetSelectionOwner(a.c, xproto.AtomPrimary).Reply()
+	if err != nil {
+		return
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		now, err := xproto.GetSelectionOwner(a.c, xproto.AtomPrimary).Reply()
+		if err != nil {
+			return
+		}
+		if now.Owner != first.Owner && now.Owner != a.hidden && now.Owner != 0 {
+			xproto.SetSelectionOwner(a.c, a.hidden, xproto.AtomPrimary, xproto.TimeCurrentTime)
+			return
+		}
+	}
+}

@@ -1,0 +1,174 @@
+//go:build cgo
+
+package x11
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/sendonce/sendonce/driver"
+)
+
+// ErrNoSelection: the field's text could not be read through the X selection.
+var ErrNoSelection = errors.New("no selection to read")
+
+// selectionWait is how long FieldText waits for the app to claim the selection after
+// ctrl+a, and for its answer to the request for the text.
+const selectionWait = 2 * time.Second
+
+// FieldText reads the text of the field that has the keyboard focus in w. Toolkits put
+// the text a user selects in the X PRIMARY selection; so, on a connection of its own
+// (the selection's events come to it), it:
+//
+//  1. takes the PRIMARY selection for a window of its own, so that no earlier selection,
+//     the app's from an earlier attempt included, can answer for this one;
+//  2. presses ctrl+a, which selects all of the focused field's text;
+//  3. waits for the selection's owner to be a window of w's X client (the same resource
+//     id base: GTK and Qt claim it with a hidden window of their connection), and asks
+//     it for the text as UTF8_STRING;
+//  4. checks the owner did not change while it answered.
+//
+// The text is the app's own, character for character. The connection's close gives
+// up what it still owns.
+func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error) {
+	c, err := xgb.NewConnDisplay(d.display)
+	if err != nil {
+		return "", fmt.Errorf("reading the field: cannot open X display %q: %w", d.display, err)
+	}
+	defer c.Close()
+	events := make(chan xgb.Event, 16)
+	go func() {
+		defer close(events)
+		for {
+			ev, err := c.WaitForEvent()
+			if ev == nil && err == nil {
+				return
+			}
+			if ev != nil {
+				select {
+				case events <- ev:
+				default: // a full queue drops what nobody waits for
+				}
+			}
+		}
+	}()
+	setup := xproto.Setup(c)
+	own, err := xproto.NewWindowId(c)
+	if err != nil {
+		return "", err
+	}
+	if err := xproto.CreateWindowChecked(c, 0, own, setup.DefaultScreen(c).Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil).Check(); err != nil {
+		return "", fmt.Errorf("reading the field: %w", err)
+	}
+	utf8String, err := internAtom(c, "UTF8_STRING")
+	if err != nil {
+		return "", err
+	}
+	into, err := internAtom(c, "SENDONCE_FIELD")
+	if err != nil {
+		return "", err
+	}
+
+	if err := xproto.SetSelectionOwnerChecked(c, own, xproto.AtomPrimary, xproto.TimeCurrentTime).Check(); err != nil {
+		return "", fmt.Errorf("reading the field: taking the selection: %w", err)
+	}
+	if owner, err := selectionOwner(c); err != nil || owner != own {
+		return "", fmt.Errorf("%w: the PRIMARY selection could not be cleared first (owner %#x, %v)", ErrNoSelection, owner, err)
+	}
+	if err := d.Key(ctx, "ctrl+a"); err != nil {
+		return "", err
+	}
+
+	claimed := time.NewTimer(selectionWait)
+	defer claimed.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	var owner xproto.Window
+	for {
+		if owner, err = selectionOwner(c); err != nil {
+			return "", err
+		}
+		if owner != own {
+			break
+		}
+		select {
+		case <-poll.C:
+		case <-claimed.C:
+			return "", fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?)", ErrNoSelection, w.Title)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if !sameClient(uint32(owner), w.ID, setup.ResourceIdMask) {
+		return "", fmt.Errorf("%w: the selection after ctrl+a belongs to window %#x, of another X client than %q (%#x)", ErrNoSelection, owner, w.Title, w.ID)
+	}
+
+	if err := xproto.ConvertSelectionChecked(c, own, xproto.AtomPrimary, utf8String, into, xproto.TimeCurrentTime).Check(); err != nil {
+		return "", err
+	}
+	timeout := time.NewTimer(selectionWait)
+	defer timeout.Stop()
+	for answered := false; !answered; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return "", fmt.Errorf("%w: the X connection closed", ErrNoSelection)
+			}
+			n, isNotify := ev.(xproto.SelectionNotifyEvent)
+			if !isNotify || n.Requestor != own {
+				continue
+			}
+			if n.Property == xproto.AtomNone {
+				return "", fmt.Errorf("%w: %q's client would not give the selection as text", ErrNoSelection, w.Title)
+			}
+			answered = true
+		case <-timeout.C:
+			return "", fmt.Errorf("%w: %q's client did not answer the request for the selection", ErrNoSelection, w.Title)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	prop, err := xproto.GetProperty(c, true, own, into, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case prop.Type != utf8String:
+		return "", fmt.Errorf("%w: the selection came as another type than UTF8_STRING (a long one sent in pieces?)", ErrNoSelection)
+	case prop.BytesAfter != 0:
+		return "", fmt.Errorf("%w: the selection is longer than 256 KiB", ErrNoSelection)
+	case !utf8.Valid(prop.Value):
+		return "", fmt.Errorf("%w: the selection is not UTF-8", ErrNoSelection)
+	}
+	if after, err := selectionOwner(c); err != nil || after != owner {
+		return "", fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
+	}
+	return string(prop.Value), nil
+}
+
+// sameClient says whether two resource ids were made by one X client: a client's ids
+// share the bits outside the server's resource id mask.
+func sameClient(a, b, mask uint32) bool { return a&^mask == b&^mask }
+
+func selectionOwner(c *xgb.Conn) (xproto.Window, error) {
+	r, err := xproto.GetSelectionOwner(c, xproto.AtomPrimary).Reply()
+	if err != nil {
+		return 0, err
+	}
+	return r.Owner, nil
+}
+
+// internAtom is the atom of name, made if the server has none yet.
+func internAtom(c *xgb.Conn, name string) (xproto.Atom, error) {
+	r, err := xproto.InternAtom(c, false, uint16(len(name)), name).Reply()
+	if err != nil {
+		return 0, err
+	}
+	return r.Atom, nil
+}
