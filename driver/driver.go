@@ -3,7 +3,8 @@
 // every boundary and every step recorded as evidence.
 //
 // The Driver interface is the desktop: the live one (driver/x11) uses robotgo for input
-// and X11 for windows and capture; the replay one (driver/replay) serves recorded frames,
+// and X11 for windows, capture and reading a field's text back (the X selection); the
+// replay one (driver/replay) serves recorded frames,
 // so the whole pipeline, OCR included, runs in tests without an X server.
 //
 // A step that may submit cannot run without a pass: Runner.crossingStep takes the

@@ -3,8 +3,9 @@
 // Package x11 is the live Driver: robotgo sends the input events (XTest) but typed text,
 // which goes as XTest events on the package's own X connection (typing.go); X11 (xgb)
 // lists and activates windows, and captures the screen over its own X connection
-// (vision.X11Screen, a new connection a capture, for pixel formats it does not read).
-// It acts on the display named by $DISPLAY.
+// (vision.X11Screen, a new connection a capture, for pixel formats it does not read);
+// a field's text is read back through the PRIMARY selection on a connection of its own
+// (selection.go). It acts on the display named by $DISPLAY.
 package x11
 
 import (
