@@ -38,39 +38,8 @@ func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
 	t.Cleanup(c.Close)
 	a := &app
 	a.c = c
-	screen := xproto.Setup(c).DefaultScreen(c)
-	for _, w := range []*xproto.Window{&a.win, &a.hidden} {
-		if *w, err = xproto.NewWindowId(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	xproto.CreateWindow(c, screen.RootDepth, a.win, screen.Root, 0, 0, 300, 60, 0, xproto.WindowClassInputOutput, screen.RootVisual,
-		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskKeyPress | xproto.EventMaskStructureNotify})
-	xproto.CreateWindow(c, 0, a.hidden, screen.Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil)
-	r, err := xproto.InternAtom(c, false, uint16(len("UTF8_STRING")), "UTF8_STRING").Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.utf8String = r.Atom
-	xproto.MapWindow(c, a.win)
-	for { // mapped (override-redirect: no window manager in between)
-		ev, err := c.WaitForEvent()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := ev.(xproto.MapNotifyEvent); ok {
-			break
-		}
-	}
-	before, err := xproto.GetInputFocus(c).Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, a.win, xproto.TimeCurrentTime)
-	t.Cleanup(func() { xproto.SetInputFocus(c, before.RevertTo, before.Focus, xproto.TimeCurrentTime) })
-	if now, err := xproto.GetInputFocus(c).Reply(); err != nil || now.Focus != a.win {
-		t.Fatalf("the test's window did not get the keyboard focus (%v): keys now would reach another window", err)
-	}
+	a.win = focusedWindow(t, c)
+	a.hidden, a.utf8String = hiddenWindow(t, c)
 	selected := a.stale
 	if a.stale != "" {
 		xproto.SetSelectionOwner(c, a.hidden, xproto.AtomPrimary, xproto.TimeCurrentTime)
@@ -152,16 +121,7 @@ func startFieldAppUnfocused(t *testing.T, display, text string) *fieldApp {
 	}
 	t.Cleanup(c.Close)
 	a := &fieldApp{c: c, text: text}
-	screen := xproto.Setup(c).DefaultScreen(c)
-	if a.hidden, err = xproto.NewWindowId(c); err != nil {
-		t.Fatal(err)
-	}
-	xproto.CreateWindow(c, 0, a.hidden, screen.Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil)
-	r, err := xproto.InternAtom(c, false, uint16(len("UTF8_STRING")), "UTF8_STRING").Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.utf8String = r.Atom
+	a.hidden, a.utf8String = hiddenWindow(t, c)
 	go func() {
 		for {
 			ev, err := c.WaitForEvent()
@@ -199,4 +159,21 @@ func (a *fieldApp) claimWhenTaken(stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// hiddenWindow is an unmapped window of c's, as toolkits own selections with, and the
+// UTF8_STRING atom.
+func hiddenWindow(t *testing.T, c *xgb.Conn) (xproto.Window, xproto.Atom) {
+	t.Helper()
+	win, err := xproto.NewWindowId(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen := xproto.Setup(c).DefaultScreen(c)
+	xproto.CreateWindow(c, 0, win, screen.Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil)
+	r, err := xproto.InternAtom(c, false, uint16(len("UTF8_STRING")), "UTF8_STRING").Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return win, r.Atom
 }

@@ -214,38 +214,13 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close) // after the window's cleanups: they need the connection
 	if err := xtest.Init(c); err != nil {
 		t.Fatal(err)
 	}
 	setup := xproto.Setup(c)
 	screen := setup.DefaultScreen(c)
-	win, err := xproto.NewWindowId(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xproto.CreateWindow(c, screen.RootDepth, win, screen.Root, 0, 0, 400, 100, 0, xproto.WindowClassInputOutput, screen.RootVisual,
-		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskKeyPress | xproto.EventMaskStructureNotify})
-	xproto.MapWindow(c, win)
-	defer xproto.DestroyWindow(c, win)
-	for { // mapped (override-redirect: no window manager in between)
-		ev, err := c.WaitForEvent()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := ev.(xproto.MapNotifyEvent); ok {
-			break
-		}
-	}
-	before, err := xproto.GetInputFocus(c).Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, win, xproto.TimeCurrentTime)
-	defer xproto.SetInputFocus(c, before.RevertTo, before.Focus, xproto.TimeCurrentTime)
-	if now, err := xproto.GetInputFocus(c).Reply(); err != nil || now.Focus != win {
-		t.Fatalf("the test's window did not get the keyboard focus (%v): typing now would reach another window", err)
-	}
+	win := focusedWindow(t, c)
 	m, err := xproto.GetKeyboardMapping(c, setup.MinKeycode, byte(setup.MaxKeycode-setup.MinKeycode+1)).Reply()
 	if err != nil {
 		t.Fatal(err)
@@ -335,4 +310,39 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 			t.Fatalf("typing refused, yet the window received a press of keycode %d", k.Detail)
 		}
 	}
+}
+
+// focusedWindow maps a window of c's that takes key presses (override-redirect: no
+// window manager in between) and gives it the keyboard focus until the test ends, when
+// the focus goes back where it was and the window is destroyed.
+func focusedWindow(t *testing.T, c *xgb.Conn) xproto.Window {
+	t.Helper()
+	screen := xproto.Setup(c).DefaultScreen(c)
+	win, err := xproto.NewWindowId(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xproto.CreateWindow(c, screen.RootDepth, win, screen.Root, 0, 0, 400, 100, 0, xproto.WindowClassInputOutput, screen.RootVisual,
+		xproto.CwOverrideRedirect|xproto.CwEventMask, []uint32{1, xproto.EventMaskKeyPress | xproto.EventMaskStructureNotify})
+	xproto.MapWindow(c, win)
+	t.Cleanup(func() { xproto.DestroyWindow(c, win) })
+	for {
+		ev, err := c.WaitForEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ev.(xproto.MapNotifyEvent); ok {
+			break
+		}
+	}
+	before, err := xproto.GetInputFocus(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xproto.SetInputFocus(c, xproto.InputFocusPointerRoot, win, xproto.TimeCurrentTime)
+	t.Cleanup(func() { xproto.SetInputFocus(c, before.RevertTo, before.Focus, xproto.TimeCurrentTime) })
+	if now, err := xproto.GetInputFocus(c).Reply(); err != nil || now.Focus != win {
+		t.Fatalf("the test's window did not get the keyboard focus (%v): keys now would reach another window", err)
+	}
+	return win
 }
