@@ -19,13 +19,7 @@ import (
 // (two captures of ours equal), so a blinking caret cannot fail it. On the test bed's
 // local Xvfb the captures must come through shared memory (MIT-SHM).
 func TestLiveCaptureOnOneConnection(t *testing.T) {
-	display := liveTestBed(t).display(t)
-	t.Setenv("DISPLAY", display) // vision.X11Screen reads it
-	d, err := x11.Open(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, _ := liveDesktop(t)
 	if !d.SharesMemory() {
 		t.Error("captures of a local Xvfb do not come through shared memory (MIT-SHM): they fell back to the socket")
 	}
@@ -73,13 +67,7 @@ func countDiff(a, b []byte) int {
 // BenchmarkLiveCapture: a full-screen capture over the desktop's connection, beside
 // kbinani/screenshot's over a new connection each time (scripts/bench-delivery runs it).
 func BenchmarkLiveCapture(b *testing.B) {
-	display := liveTestBed(b).display(b)
-	b.Setenv("DISPLAY", display)
-	d, err := x11.Open(display)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d, _ := liveDesktop(b)
 	ctx := context.Background()
 	var other vision.X11Screen
 	for _, s := range []struct {
@@ -96,4 +84,19 @@ func BenchmarkLiveCapture(b *testing.B) {
 			}
 		})
 	}
+}
+
+// liveDesktop opens the live desktop on the test bed's display (Gajim's), with DISPLAY
+// set to it for the test (vision.X11Screen and robotgo read it), closed when the test
+// ends.
+func liveDesktop(tb testing.TB) (*x11.Desktop, string) {
+	tb.Helper()
+	display := liveTestBed(tb).display(tb)
+	tb.Setenv("DISPLAY", display)
+	d, err := x11.Open(display)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(d.Close)
+	return d, display
 }

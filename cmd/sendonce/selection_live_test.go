@@ -75,13 +75,7 @@ func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
 // one that another client claims meanwhile. Gajim's and Psi+'s own fields are read this
 // way in every live delivery (read the typed path back).
 func TestLiveFieldText(t *testing.T) {
-	display := liveTestBed(t).display(t)
-	t.Setenv("DISPLAY", display)
-	d, err := x11.Open(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, display := liveDesktop(t)
 	ctx := context.Background()
 	const path = "/var/lib/sendonce/staging/0a1B2c3D4e5F/Rapport final – été 2026.txt"
 

@@ -200,13 +200,7 @@ func openChooser(b *testing.B, ctx context.Context, d *x11.Desktop) driver.Windo
 // the driver's own connection, not through robotgo. With CapsLock on, typing is
 // refused before any key is pressed.
 func TestLiveTypingReachesTheWindow(t *testing.T) {
-	display := liveTestBed(t).display(t)
-	t.Setenv("DISPLAY", display)
-	d, err := x11.Open(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, display := liveDesktop(t)
 	if err := d.XTestTyping(); err != nil {
 		t.Errorf("text typed on a local Xvfb does not go as XTest events on the driver's connection (%v): robotgo types it", err)
 	}
