@@ -228,3 +228,6 @@ func (noInput) Click(context.Context, image.Point) error      { return errNoInpu
 func (noInput) Key(context.Context, string) error             { return errNoInput }
 func (noInput) Move(context.Context, image.Point) error       { return errNoInput }
 func (noInput) Type(context.Context, string) error            { return errNoInput }
+func (noInput) FieldText(context.Context, driver.Window) (string, error) {
+	return "", errNoInput // it would press ctrl+a
+}

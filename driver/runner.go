@@ -494,6 +494,8 @@ func plannedInputs(s Step, v Vars) []evidence.Input {
 		return []evidence.Input{evidence.TypedPath(v.FilePath)}
 	case "escape_window", "escape_text":
 		return []evidence.Input{evidence.KeyInput("Escape")}
+	case "read_field":
+		return []evidence.Input{evidence.KeyInput("ctrl+a")}
 	}
 	return nil // clicks are recorded with their position in the result
 }
@@ -821,12 +823,16 @@ func (r *Runner) readField(ctx context.Context, s Step, res *evidence.Record) er
 	if !ok {
 		return fmt.Errorf("%w: no window titled %q to read the field of", ErrFieldText, s.Window)
 	}
-	res.Inputs = []evidence.Input{evidence.KeyInput("ctrl+a")}
-	got, err := r.Driver.FieldText(ctx, w)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrFieldText, err)
+	within, cancel := context.WithTimeout(ctx, r.timeout(s))
+	defer cancel()
+	got, err := r.Driver.FieldText(within, w)
+	if got != "" || err == nil { // a text read and then refused is evidence too
+		res.Target = &evidence.Target{Method: "x_selection", Words: []string{got}, Window: w.Title}
 	}
-	res.Target = &evidence.Target{Method: "x_selection", Words: []string{got}, Window: w.Title}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFieldText, err)
+	}
+	res.Inputs = []evidence.Input{evidence.KeyInput("ctrl+a")}
 	if want := r.Vars.expand(s.Text); got != want {
 		return fmt.Errorf("%w: the field in %q holds %q, not %q: stopped before anything else is pressed", ErrFieldText, w.Title, got, want)
 	}

@@ -15,18 +15,18 @@ import (
 	"github.com/sendonce/sendonce/driver/x11"
 )
 
-// fieldApp is an X client on the test bed's display with a window that has the keyboard
-// focus and a field holding text: as GTK and Qt do, it claims the PRIMARY selection
-// with a hidden window of its own when ctrl+a selects the field's text (if claims), and
-// answers requests for it. stale, if set, is a selection it claims at the start, as an
-// app that selected something earlier would hold it.
+// fieldApp is an X client on the test bed's display. Unless unfocused, it has a window
+// with the keyboard focus and a field holding text: as GTK and Qt do, it claims the
+// PRIMARY selection with a hidden window of its own when ctrl+a selects the field's
+// text (if claims). It answers requests for the selection with the text it selected:
+// stale, if set, is one it claims at the start, as an app that selected something
+// earlier would hold it; an unfocused client answers with text whenever it owns it.
 type fieldApp struct {
-	c            *xgb.Conn
-	win, hidden  xproto.Window
-	text, stale  string
-	claims       bool
-	utf8String   xproto.Atom
-	selectedText chan string
+	c                 *xgb.Conn
+	win, hidden       xproto.Window
+	text, stale       string
+	claims, unfocused bool
+	utf8String        xproto.Atom
 }
 
 func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
@@ -38,9 +38,14 @@ func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
 	t.Cleanup(c.Close)
 	a := &app
 	a.c = c
-	a.win = focusedWindow(t, c)
+	if !a.unfocused {
+		a.win = focusedWindow(t, c)
+	}
 	a.hidden, a.utf8String = hiddenWindow(t, c)
 	selected := a.stale
+	if a.unfocused {
+		selected = a.text
+	}
 	if a.stale != "" {
 		xproto.SetSelectionOwner(c, a.hidden, xproto.AtomPrimary, xproto.TimeCurrentTime)
 	}
@@ -95,49 +100,25 @@ func TestLiveFieldText(t *testing.T) {
 	})
 	t.Run("another client's selection", func(t *testing.T) {
 		app := startFieldApp(t, display, fieldApp{text: path})
-		other := startFieldAppUnfocused(t, display, path)
+		other := startFieldApp(t, display, fieldApp{text: path, unfocused: true})
+		first, err := xproto.GetSelectionOwner(other.c, xproto.AtomPrimary).Reply()
+		if err != nil {
+			t.Fatal(err)
+		}
 		stop := make(chan struct{})
 		defer close(stop)
-		go other.claimWhenTaken(stop) // claims the selection as soon as FieldText takes it
+		go other.claimWhenTaken(first.Owner, stop) // as soon as FieldText takes it
 		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
-		if !errors.Is(err, x11.ErrNoSelection) {
-			t.Fatalf("FieldText = %q, %v; want ErrNoSelection: the selection belongs to another client than the field's window", got, err)
+		if !errors.Is(err, x11.ErrOtherClient) {
+			t.Fatalf("FieldText = %q, %v; want ErrOtherClient: the selection belongs to another client than the field's window", got, err)
 		}
 	})
 }
 
-// startFieldAppUnfocused is a second client that answers for the selection with text
-// but never has the focus.
-func startFieldAppUnfocused(t *testing.T, display, text string) *fieldApp {
-	c, err := xgb.NewConnDisplay(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	a := &fieldApp{c: c, text: text}
-	a.hidden, a.utf8String = hiddenWindow(t, c)
-	go func() {
-		for {
-			ev, err := c.WaitForEvent()
-			if ev == nil && err == nil {
-				return
-			}
-			if ev, ok := ev.(xproto.SelectionRequestEvent); ok {
-				xproto.ChangeProperty(c, xproto.PropModeReplace, ev.Requestor, ev.Property, a.utf8String, 8, uint32(len(text)), []byte(text))
-				answer := xproto.SelectionNotifyEvent{Time: ev.Time, Requestor: ev.Requestor, Selection: ev.Selection, Target: ev.Target, Property: ev.Property}
-				xproto.SendEvent(c, false, ev.Requestor, 0, string(answer.Bytes()))
-			}
-		}
-	}()
-	return a
-}
-
-// claimWhenTaken claims the PRIMARY selection once another client than a has taken it.
-func (a *fieldApp) claimWhenTaken(stop <-chan struct{}) {
-	first, err := xproto.GetSelectionOwner(a.c, xproto.AtomPrimary).Reply()
-	if err != nil {
-		return
-	}
+// claimWhenTaken claims the PRIMARY selection 50 ms after a client other than a has
+// taken it from first: after FieldText has checked that it holds it and pressed ctrl+a,
+// while it waits for the field's app to claim it.
+func (a *fieldApp) claimWhenTaken(first xproto.Window, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
@@ -148,7 +129,8 @@ func (a *fieldApp) claimWhenTaken(stop <-chan struct{}) {
 		if err != nil {
 			return
 		}
-		if now.Owner != first.Owner && now.Owner != a.hidden && now.Owner != 0 {
+		if now.Owner != first && now.Owner != a.hidden && now.Owner != 0 {
+			time.Sleep(50 * time.Millisecond)
 			xproto.SetSelectionOwner(a.c, a.hidden, xproto.AtomPrimary, xproto.TimeCurrentTime)
 			return
 		}

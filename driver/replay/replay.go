@@ -61,7 +61,7 @@ type State struct {
 
 // Input is one input event sent.
 type Input struct {
-	Kind  string      `json:"kind"` // "activate", "click", "key", "type"
+	Kind  string      `json:"kind"` // "activate", "click", "key", "type", "read_field" (ctrl+a and a read of the selection)
 	Keys  string      `json:"keys,omitempty"`
 	Text  string      `json:"text,omitempty"`
 	Point image.Point `json:"point,omitempty"`
@@ -159,6 +159,13 @@ func (r *Recorder) Key(ctx context.Context, chord string) error {
 func (r *Recorder) Type(ctx context.Context, text string) error {
 	r.input(Input{Kind: "type", Text: text})
 	return r.Driver.Type(ctx, text)
+}
+
+// FieldText records the ctrl+a it presses as an input of its own ("read_field"): the
+// frames after it show the field's text selected.
+func (r *Recorder) FieldText(ctx context.Context, w driver.Window) (string, error) {
+	r.input(Input{Kind: "read_field", Text: w.Title})
+	return r.Driver.FieldText(ctx, w)
 }
 
 // Save writes fixture.json with the delivery's facts and the file's bytes.
@@ -400,11 +407,19 @@ func (d *Driver) Type(ctx context.Context, text string) error {
 }
 
 // FieldText is what the field holds that this run typed into last: the text it typed
-// (or, with Shows, what Shows makes of it, as the pixels show it too). A recording holds
-// no selection: the live driver's ctrl+a and read are not input events of the recording
-// (the Recorder passes them through unrecorded), and the replay answers them from what
-// this run typed.
+// (or, with Shows, what Shows makes of it, as the pixels show it too); a recording
+// holds no selection's text. Where the recording has the read as an input of its own
+// (the Recorder's read_field), it moves on past it; recordings made before there was
+// one do not have it, and the replay then stays where it is.
 func (d *Driver) FieldText(ctx context.Context, w driver.Window) (string, error) {
+	d.mu.Lock()
+	recorded := d.k < len(d.fx.Inputs) && d.fx.Inputs[d.k].Kind == "read_field"
+	d.mu.Unlock()
+	if recorded {
+		if err := d.next(Input{Kind: "read_field", Text: w.Title}); err != nil {
+			return "", err
+		}
+	}
 	d.mu.Lock()
 	typed, shows := d.lastTyped, d.Shows
 	d.mu.Unlock()

@@ -1,10 +1,12 @@
 package replay
 
 import (
+	"context"
 	"image"
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/vision"
 )
 
@@ -40,5 +42,41 @@ func TestReplaceTyped(t *testing.T) {
 	ws := []vision.Word{{Text: "/tmp/a/m/x.txt", Box: image.Rect(10, 5, 90, 20), Line: 1}}
 	if got := replaceTyped(ws, "/tmp/a/rn/x.txt", shown); got[0].Text != "/tmp/a/m/x.txt" {
 		t.Errorf("a misread the live check rejects was replaced: %q", got[0].Text)
+	}
+}
+
+// TestFieldText: the replay reads back what the run typed last (or what Shows makes of
+// it), and moves past a recorded read_field input where the recording has one, staying
+// put where an older recording has none; reading before anything was typed fails.
+func TestFieldText(t *testing.T) {
+	ctx := context.Background()
+	chooser := driver.Window{ID: 7, Title: "Choose File to Send"}
+	for _, tc := range []struct {
+		name   string
+		inputs []Input
+		shows  func(string) string
+		want   string
+		after  int // inputs replayed after the read
+	}{
+		{"recorded", []Input{{Kind: "type", Text: "/tmp/a/x.txt"}, {Kind: "read_field", Text: chooser.Title}, {Kind: "key", Keys: "Return"}}, nil, "/tmp/b/x.txt", 2},
+		{"recorded before read_field was", []Input{{Kind: "type", Text: "/tmp/a/x.txt"}, {Kind: "key", Keys: "Return"}}, nil, "/tmp/b/x.txt", 1},
+		{"an app that lost a key", []Input{{Kind: "type", Text: "/tmp/a/x.txt"}}, func(s string) string { return strings.Replace(s, "b", "", 1) }, "/tmp//x.txt", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &Driver{fx: &Fixture{Inputs: tc.inputs, States: make([]State, len(tc.inputs)+1)}, frames: map[string]*image.RGBA{}, Shows: tc.shows}
+			if _, err := d.FieldText(ctx, chooser); err == nil {
+				t.Fatal("a field read back before anything was typed")
+			}
+			if err := d.Type(ctx, "/tmp/b/x.txt"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.FieldText(ctx, chooser)
+			if err != nil || got != tc.want {
+				t.Fatalf("FieldText = %q, %v; want %q", got, err, tc.want)
+			}
+			if d.Inputs() != tc.after {
+				t.Fatalf("%d inputs replayed after the read; want %d", d.Inputs(), tc.after)
+			}
+		})
 	}
 }

@@ -18,8 +18,12 @@ import (
 // ErrNoSelection: the field's text could not be read through the X selection.
 var ErrNoSelection = errors.New("no selection to read")
 
-// selectionWait is how long FieldText waits for the app to claim the selection after
-// ctrl+a, and for its answer to the request for the text.
+// ErrOtherClient: what was selected after ctrl+a belongs to another X client than the
+// field's window.
+var ErrOtherClient = fmt.Errorf("%w: the selection belongs to another X client", ErrNoSelection)
+
+// selectionWait is how long FieldText waits, when ctx sets no deadline, for the app to
+// claim the selection after ctrl+a and to answer the request for the text.
 const selectionWait = 2 * time.Second
 
 // FieldText reads the text of the field that has the keyboard focus in w. Toolkits put
@@ -35,13 +39,21 @@ const selectionWait = 2 * time.Second
 //  4. checks the owner did not change while it answered.
 //
 // The text is the app's own, character for character. The connection's close gives
-// up what it still owns.
+// up what it still owns. It waits until ctx's deadline (or selectionWait), and ctx's
+// end closes the connection, which ends any request waiting on the server. Text read
+// from an owner that changed meanwhile comes back with the error, for the evidence.
 func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, selectionWait)
+		defer cancel()
+	}
 	c, err := xgb.NewConnDisplay(d.display)
 	if err != nil {
 		return "", fmt.Errorf("reading the field: cannot open X display %q: %w", d.display, err)
 	}
 	defer c.Close()
+	defer context.AfterFunc(ctx, c.Close)()
 	events := make(chan xgb.Event, 16)
 	go func() {
 		defer close(events)
@@ -66,11 +78,11 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 	if err := xproto.CreateWindowChecked(c, 0, own, setup.DefaultScreen(c).Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil).Check(); err != nil {
 		return "", fmt.Errorf("reading the field: %w", err)
 	}
-	utf8String, err := internAtom(c, "UTF8_STRING")
+	utf8String, err := atom(c, "UTF8_STRING", true)
 	if err != nil {
 		return "", err
 	}
-	into, err := internAtom(c, "SENDONCE_FIELD")
+	into, err := atom(c, "SENDONCE_FIELD", true)
 	if err != nil {
 		return "", err
 	}
@@ -85,8 +97,6 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 		return "", err
 	}
 
-	claimed := time.NewTimer(selectionWait)
-	defer claimed.Stop()
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	var owner xproto.Window
@@ -99,21 +109,17 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 		}
 		select {
 		case <-poll.C:
-		case <-claimed.C:
-			return "", fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?)", ErrNoSelection, w.Title)
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
 		}
 	}
 	if !sameClient(uint32(owner), w.ID, setup.ResourceIdMask) {
-		return "", fmt.Errorf("%w: the selection after ctrl+a belongs to window %#x, of another X client than %q (%#x)", ErrNoSelection, owner, w.Title, w.ID)
+		return "", fmt.Errorf("%w: window %#x holds it after ctrl+a, not a window of %q's (%#x)", ErrOtherClient, owner, w.Title, w.ID)
 	}
 
 	if err := xproto.ConvertSelectionChecked(c, own, xproto.AtomPrimary, utf8String, into, xproto.TimeCurrentTime).Check(); err != nil {
 		return "", err
 	}
-	timeout := time.NewTimer(selectionWait)
-	defer timeout.Stop()
 	for answered := false; !answered; {
 		select {
 		case ev, ok := <-events:
@@ -121,17 +127,15 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 				return "", fmt.Errorf("%w: the X connection closed", ErrNoSelection)
 			}
 			n, isNotify := ev.(xproto.SelectionNotifyEvent)
-			if !isNotify || n.Requestor != own {
+			if !isNotify || n.Requestor != own || n.Selection != xproto.AtomPrimary {
 				continue
 			}
 			if n.Property == xproto.AtomNone {
 				return "", fmt.Errorf("%w: %q's client would not give the selection as text", ErrNoSelection, w.Title)
 			}
 			answered = true
-		case <-timeout.C:
-			return "", fmt.Errorf("%w: %q's client did not answer the request for the selection", ErrNoSelection, w.Title)
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", fmt.Errorf("%w: %q's client did not answer the request for the selection: %w", ErrNoSelection, w.Title, ctx.Err())
 		}
 	}
 	prop, err := xproto.GetProperty(c, true, own, into, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
@@ -147,7 +151,7 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 		return "", fmt.Errorf("%w: the selection is not UTF-8", ErrNoSelection)
 	}
 	if after, err := selectionOwner(c); err != nil || after != owner {
-		return "", fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
+		return string(prop.Value), fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
 	}
 	return string(prop.Value), nil
 }
@@ -162,13 +166,4 @@ func selectionOwner(c *xgb.Conn) (xproto.Window, error) {
 		return 0, err
 	}
 	return r.Owner, nil
-}
-
-// internAtom is the atom of name, made if the server has none yet.
-func internAtom(c *xgb.Conn, name string) (xproto.Atom, error) {
-	r, err := xproto.InternAtom(c, false, uint16(len(name)), name).Reply()
-	if err != nil {
-		return 0, err
-	}
-	return r.Atom, nil
 }

@@ -123,8 +123,9 @@ func focusedClient(c *xgb.Conn) (driver.Window, error) {
 	return driver.Window{}, nil
 }
 
-func atom(c *xgb.Conn, name string) (xproto.Atom, error) {
-	r, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
+// atom is the server's atom of name; create says to make it if the server has none yet.
+func atom(c *xgb.Conn, name string, create bool) (xproto.Atom, error) {
+	r, err := xproto.InternAtom(c, !create, uint16(len(name)), name).Reply()
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +136,7 @@ func atom(c *xgb.Conn, name string) (xproto.Atom, error) {
 }
 
 func property(c *xgb.Conn, w xproto.Window, name string) ([]byte, error) {
-	a, err := atom(c, name)
+	a, err := atom(c, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func lastPart(p string) string {
 // activate asks the window manager to raise and focus w (EWMH _NET_ACTIVE_WINDOW).
 func activate(c *xgb.Conn, w xproto.Window) error {
 	root := xproto.Setup(c).DefaultScreen(c).Root
-	a, err := atom(c, "_NET_ACTIVE_WINDOW")
+	a, err := atom(c, "_NET_ACTIVE_WINDOW", false)
 	if err != nil {
 		return err
 	}
