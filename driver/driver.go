@@ -50,7 +50,8 @@ type Driver interface {
 	// FieldText selects all the text of the field that has the keyboard focus in w (it
 	// presses ctrl+a) and reads it back through the X PRIMARY selection: the app's own
 	// text, character for character, not a reading of pixels. Only a selection that a
-	// window of w's own X client made after the call began counts.
+	// window of w's own X client made after the call began counts. It then presses End,
+	// which leaves the field as typing left it (the cursor at the end, nothing selected).
 	FieldText(ctx context.Context, w Window) (string, error)
 }
 

@@ -322,10 +322,12 @@ func (o *titleScript) Recognize(ctx context.Context, img image.Image, m vision.M
 }
 
 // repaintingTitle is a desk whose title region repaints at every capture (one pixel
-// differs each time), as a header that changes does: each read of it is OCR's.
+// differs each time), as a header that changes does: each read of it is OCR's. at is
+// when each capture of the title region was made: a read begins with it.
 type repaintingTitle struct {
 	chatDesk
-	n int
+	n  int
+	at []time.Time
 }
 
 func (d *repaintingTitle) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
@@ -333,6 +335,7 @@ func (d *repaintingTitle) Capture(ctx context.Context, r image.Rectangle) (*imag
 	if err != nil || r.Dx() != 780 {
 		return img, err
 	}
+	d.at = append(d.at, time.Now())
 	cp := image.NewRGBA(img.Rect)
 	draw.Draw(cp, cp.Rect, img, img.Rect.Min, draw.Src)
 	d.n++
@@ -375,9 +378,10 @@ func TestTitleMustHoldForTwoReads(t *testing.T) {
 			if len(script.at) != tc.reads {
 				t.Errorf("%d reads of the title; want %d", len(script.at), tc.reads)
 			}
-			n := len(script.at)
-			if gap := script.at[n-1].Sub(script.at[n-2]); gap < titleGap {
-				t.Errorf("the two agreeing reads came %v apart; want at least %v", gap, titleGap)
+			// The reads' captures, not their OCR: the time between a capture and its
+			// OCR varies with the machine's load, and the rule is about what was seen.
+			if n := len(desk.at); n < 2 || desk.at[n-1].Sub(desk.at[n-2]) < titleGap {
+				t.Errorf("the captures of the two agreeing reads came %v apart; want at least %v", desk.at, titleGap)
 			}
 		})
 	}

@@ -495,7 +495,7 @@ func plannedInputs(s Step, v Vars) []evidence.Input {
 	case "escape_window", "escape_text":
 		return []evidence.Input{evidence.KeyInput("Escape")}
 	case "read_field":
-		return []evidence.Input{evidence.KeyInput("ctrl+a")}
+		return fieldReadInputs()
 	}
 	return nil // clicks are recorded with their position in the result
 }
@@ -808,6 +808,12 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// fieldReadInputs are the keys Driver.FieldText presses: ctrl+a to select the text, End
+// to leave the field as it was.
+func fieldReadInputs() []evidence.Input {
+	return []evidence.Input{evidence.KeyInput("ctrl+a"), evidence.KeyInput("End")}
+}
+
 // ErrFieldText: a field read back through the X selection did not hold the text the
 // step wants (or could not be read).
 var ErrFieldText = errors.New("field text")
@@ -832,7 +838,7 @@ func (r *Runner) readField(ctx context.Context, s Step, res *evidence.Record) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrFieldText, err)
 	}
-	res.Inputs = []evidence.Input{evidence.KeyInput("ctrl+a")}
+	res.Inputs = fieldReadInputs()
 	if want := r.Vars.expand(s.Text); got != want {
 		return fmt.Errorf("%w: the field in %q holds %q, not %q: stopped before anything else is pressed", ErrFieldText, w.Title, got, want)
 	}

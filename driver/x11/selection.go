@@ -36,7 +36,10 @@ const selectionWait = 2 * time.Second
 //  3. waits for the selection's owner to be a window of w's X client (the same resource
 //     id base: GTK and Qt claim it with a hidden window of their connection), and asks
 //     it for the text as UTF8_STRING;
-//  4. checks the owner did not change while it answered.
+//  4. checks the owner did not change while it answered;
+//  5. presses End, which leaves the field as typing left it: its text unselected, the
+//     cursor at its end, and closed the completion list GTK's file chooser opens on a
+//     select-all (of its current folder's files, over its Open button).
 //
 // The text is the app's own, character for character. The connection's close gives
 // up what it still owns. It waits until ctx's deadline (or selectionWait), and ctx's
@@ -54,6 +57,38 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 	}
 	defer c.Close()
 	defer context.AfterFunc(ctx, c.Close)()
+	r, err := newRequestor(c)
+	if err != nil {
+		return "", fmt.Errorf("reading the field: %w", err)
+	}
+	if err := xproto.SetSelectionOwnerChecked(c, r.own, xproto.AtomPrimary, xproto.TimeCurrentTime).Check(); err != nil {
+		return "", fmt.Errorf("reading the field: taking the selection: %w", err)
+	}
+	if owner, err := selectionOwner(c); err != nil || owner != r.own {
+		return "", fmt.Errorf("%w: the PRIMARY selection could not be cleared first (owner %#x, %v)", ErrNoSelection, owner, err)
+	}
+	if err := d.Key(ctx, "ctrl+a"); err != nil {
+		return "", err
+	}
+	text, err := r.read(ctx, w)
+	if ctx.Err() == nil {
+		if endErr := d.Key(ctx, "End"); err == nil {
+			err = endErr
+		}
+	}
+	return text, err
+}
+
+// requestor asks for the PRIMARY selection on a connection of its own: the events the
+// server sends it, an unmapped window of its own, the atoms of the exchange.
+type requestor struct {
+	c                *xgb.Conn
+	events           <-chan xgb.Event
+	own              xproto.Window
+	utf8String, into xproto.Atom
+}
+
+func newRequestor(c *xgb.Conn) (*requestor, error) {
 	events := make(chan xgb.Event, 16)
 	go func() {
 		defer close(events)
@@ -70,41 +105,35 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 			}
 		}
 	}()
-	setup := xproto.Setup(c)
-	own, err := xproto.NewWindowId(c)
-	if err != nil {
-		return "", err
+	r := &requestor{c: c, events: events}
+	var err error
+	if r.own, err = xproto.NewWindowId(c); err != nil {
+		return nil, err
 	}
-	if err := xproto.CreateWindowChecked(c, 0, own, setup.DefaultScreen(c).Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil).Check(); err != nil {
-		return "", fmt.Errorf("reading the field: %w", err)
+	if err := xproto.CreateWindowChecked(c, 0, r.own, xproto.Setup(c).DefaultScreen(c).Root, 0, 0, 1, 1, 0, xproto.WindowClassInputOnly, 0, 0, nil).Check(); err != nil {
+		return nil, err
 	}
-	utf8String, err := atom(c, "UTF8_STRING", true)
-	if err != nil {
-		return "", err
+	if r.utf8String, err = atom(c, "UTF8_STRING", true); err != nil {
+		return nil, err
 	}
-	into, err := atom(c, "SENDONCE_FIELD", true)
-	if err != nil {
-		return "", err
+	if r.into, err = atom(c, "SENDONCE_FIELD", true); err != nil {
+		return nil, err
 	}
+	return r, nil
+}
 
-	if err := xproto.SetSelectionOwnerChecked(c, own, xproto.AtomPrimary, xproto.TimeCurrentTime).Check(); err != nil {
-		return "", fmt.Errorf("reading the field: taking the selection: %w", err)
-	}
-	if owner, err := selectionOwner(c); err != nil || owner != own {
-		return "", fmt.Errorf("%w: the PRIMARY selection could not be cleared first (owner %#x, %v)", ErrNoSelection, owner, err)
-	}
-	if err := d.Key(ctx, "ctrl+a"); err != nil {
-		return "", err
-	}
-
+// read waits for a window of w's client to take the PRIMARY selection from r's own, and
+// reads it as text.
+func (r *requestor) read(ctx context.Context, w driver.Window) (string, error) {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	var owner xproto.Window
 	for {
-		if owner, err = selectionOwner(c); err != nil {
+		var err error
+		if owner, err = selectionOwner(r.c); err != nil {
 			return "", err
 		}
-		if owner != own {
+		if owner != r.own {
 			break
 		}
 		select {
@@ -113,21 +142,21 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 			return "", fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
 		}
 	}
-	if !sameClient(uint32(owner), w.ID, setup.ResourceIdMask) {
+	if !sameClient(uint32(owner), w.ID, xproto.Setup(r.c).ResourceIdMask) {
 		return "", fmt.Errorf("%w: window %#x holds it after ctrl+a, not a window of %q's (%#x)", ErrOtherClient, owner, w.Title, w.ID)
 	}
 
-	if err := xproto.ConvertSelectionChecked(c, own, xproto.AtomPrimary, utf8String, into, xproto.TimeCurrentTime).Check(); err != nil {
+	if err := xproto.ConvertSelectionChecked(r.c, r.own, xproto.AtomPrimary, r.utf8String, r.into, xproto.TimeCurrentTime).Check(); err != nil {
 		return "", err
 	}
 	for answered := false; !answered; {
 		select {
-		case ev, ok := <-events:
+		case ev, ok := <-r.events:
 			if !ok {
 				return "", fmt.Errorf("%w: the X connection closed", ErrNoSelection)
 			}
 			n, isNotify := ev.(xproto.SelectionNotifyEvent)
-			if !isNotify || n.Requestor != own || n.Selection != xproto.AtomPrimary {
+			if !isNotify || n.Requestor != r.own || n.Selection != xproto.AtomPrimary {
 				continue
 			}
 			if n.Property == xproto.AtomNone {
@@ -138,19 +167,19 @@ func (d *Desktop) FieldText(ctx context.Context, w driver.Window) (string, error
 			return "", fmt.Errorf("%w: %q's client did not answer the request for the selection: %w", ErrNoSelection, w.Title, ctx.Err())
 		}
 	}
-	prop, err := xproto.GetProperty(c, true, own, into, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
+	prop, err := xproto.GetProperty(r.c, true, r.own, r.into, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
 	if err != nil {
 		return "", err
 	}
 	switch {
-	case prop.Type != utf8String:
+	case prop.Type != r.utf8String:
 		return "", fmt.Errorf("%w: the selection came as another type than UTF8_STRING (a long one sent in pieces?)", ErrNoSelection)
 	case prop.BytesAfter != 0:
 		return "", fmt.Errorf("%w: the selection is longer than 256 KiB", ErrNoSelection)
 	case !utf8.Valid(prop.Value):
 		return "", fmt.Errorf("%w: the selection is not UTF-8", ErrNoSelection)
 	}
-	if after, err := selectionOwner(c); err != nil || after != owner {
+	if after, err := selectionOwner(r.c); err != nil || after != owner {
 		return string(prop.Value), fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
 	}
 	return string(prop.Value), nil
