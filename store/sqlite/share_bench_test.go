@@ -126,12 +126,8 @@ CREATE TABLE lean_events (seq INTEGER PRIMARY KEY, previous_seq INTEGER NOT NULL
 	attempt := prepare("INSERT INTO lean_attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at) VALUES (?, ?, 0, ?, ?, ?, ?)")
 	granted := prepare("INSERT INTO lean_events (at, intent_id, kind, key, task, token, dispatch_id, detail) VALUES (?, ?, 'claim_granted', ?, ?, ?, ?, ?)")
 	created := prepare("INSERT INTO lean_events (at, intent_id, kind, key, task) VALUES (?, ?, 'intent_created', ?, ?), (?, ?, 'key_bound', ?, ?)")
-	id, _ := gate.Title("Bob")
 	return func(i int) error {
-		key := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint(i)))).String()
-		var r [16]byte
-		rand.Read(r[:])
-		dispatch := hex.EncodeToString(r[:])
+		key, dispatch := sketchClaim(i)
 		return be.transaction(context.Background(), true, func(*sqltx.Tx) error {
 			now := time.Now()
 			at := now.UnixNano()
@@ -172,12 +168,8 @@ CREATE TABLE lean_records (token INTEGER PRIMARY KEY, doc TEXT NOT NULL);`)
 	bound := prepare("SELECT record FROM lean_keys WHERE key = ?")
 	record := prepare("INSERT INTO lean_records (doc) VALUES (?) RETURNING token")
 	bind := prepare("INSERT INTO lean_keys (key, record) VALUES (?, ?)")
-	id, _ := gate.Title("Bob")
 	return func(i int) error {
-		key := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint(i)))).String()
-		var r [16]byte
-		rand.Read(r[:])
-		dispatch := hex.EncodeToString(r[:])
+		key, dispatch := sketchClaim(i)
 		return be.transaction(context.Background(), true, func(*sqltx.Tx) error {
 			now := time.Now()
 			var token int64
@@ -204,6 +196,14 @@ CREATE TABLE lean_records (token INTEGER PRIMARY KEY, doc TEXT NOT NULL);`)
 			return err
 		})
 	}
+}
+
+// sketchClaim is the key a sketch claims i-th, and a new dispatch id.
+func sketchClaim(i int) (key, dispatch string) {
+	id, _ := gate.Title("Bob")
+	var r [16]byte
+	rand.Read(r[:])
+	return gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint(i)))).String(), hex.EncodeToString(r[:])
 }
 
 // sketchStore is a new store at path with schema added, and a way to prepare statements
