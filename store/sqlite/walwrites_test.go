@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/internal/sqltx"
+)
+
+// A store whose WAL writes are gathered (walwrites.go) is still a plain SQLite file that
+// a process writing each frame itself (an older sendonce, the sqlite3 shell) can share:
+// each sees every commit of the other as soon as it is answered, and a transaction too
+// big to gather in memory (a migration, a copy) lands whole.
+func TestGatheredAndPlainWritersShareAStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	gathering, err := Create(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gathering.Close()
+	plain, err := Open(ctx, path, Options{writeEachFrame: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	stores := []*store.Store{store.New(gathering), store.New(plain)}
+
+	id, _ := gate.Title("Bob")
+	for i := range 200 {
+		k := gate.NewKey(id, gate.DigestOf(fmt.Appendf(nil, "file %d", i)))
+		mine, other := stores[i%2], stores[(i+1)%2]
+		if res, err := mine.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "A"}); err != nil || !res.Granted {
+			t.Fatalf("claim %d: %v %+v", i, err, res)
+		}
+		res, err := other.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "B"})
+		if !errors.Is(err, gate.ErrHeld) || res.Granted || res.Refusal == nil || res.Refusal.Holder != "A" {
+			t.Fatalf("claim %d again through the other writer: %v %+v; want a refusal naming task A as the holder", i, err, res)
+		}
+	}
+
+	// 1.2 MiB in one transaction: more than walGatherMax, so written out as it goes.
+	err = gathering.transaction(ctx, true, func(tx *sqltx.Tx) error {
+		if _, err := tx.SQL.ExecContext(ctx, "CREATE TABLE big (b BLOB NOT NULL)"); err != nil {
+			return err
+		}
+		for i := range 300 {
+			if _, err := tx.SQL.ExecContext(ctx, "INSERT INTO big VALUES (?)", make([]byte, 4096+i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reader, err := sql.Open("sqlite", "file:"+path+"?mode=ro") // SQLite's own VFS
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	var check string
+	var keys, bytes int
+	if err := reader.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check: %q %v", check, err)
+	}
+	if err := reader.QueryRow("SELECT count(*) FROM keys").Scan(&keys); err != nil || keys != 200 {
+		t.Fatalf("%d keys (%v); want 200", keys, err)
+	}
+	if err := reader.QueryRow("SELECT sum(length(b)) FROM big").Scan(&bytes); err != nil || bytes != 300*4096+299*300/2 {
+		t.Fatalf("%d bytes in the big transaction (%v); want %d", bytes, err, 300*4096+299*300/2)
+	}
+}
