@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,10 +19,12 @@ import (
 // A SIGKILL test cannot see a missing fsync: the page cache survives the process. This
 // one watches the system calls. A helper process (this test binary, re-executed) makes
 // decisions on a store under strace, writing a line to its stdout as each one is
-// answered, and the test reads the trace: every write to the store's WAL is followed by
-// a sync of the WAL before the next answer, and the WAL is synced at least once per
-// committed decision. The same helper with synchronous=OFF fails both, which shows the
-// test would notice durability weakened.
+// answered, and the test reads the trace: each answer comes after the decision's
+// writes to the WAL and a sync of the WAL begun after the last of them. The same helper
+// with synchronous=OFF fails that, which shows the test would notice durability
+// weakened. The helper also copies the store's files at each answer, and the test
+// checks that each copy, read as a crash would leave it, holds that decision: nothing of
+// it was still in the process's memory.
 
 const helperEnv = "SENDONCE_DURABILITY_HELPER"
 
@@ -44,33 +47,63 @@ func TestMain(m *testing.M) {
 // answered is the line the helper writes as each decision is answered.
 const answered = "answered\n"
 
-// decide makes the helper's decisions on the store at path.
+// decide makes the helper's decisions on the store at path and, at each answer, copies
+// its database and WAL into a folder of snapshots beside it.
 func decide(path, synchronous string) error {
 	ctx := context.Background()
 	b, err := Open(ctx, path, Options{synchronous: synchronous})
 	if err != nil {
 		return err
 	}
+	b.checkpoints.every = 8 // a few checkpoints and WAL restarts among the decisions
 	s := store.New(b)
 	defer s.Close()
+	answers := 0
+	answer := func() error {
+		os.Stdout.WriteString(answered)
+		answers++
+		// The turn keeps the checkpointer from restarting the WAL between the copies.
+		b.turn.take(ctx)
+		defer b.turn.give()
+		snapshot := filepath.Join(filepath.Dir(path), "snapshots", strconv.Itoa(answers))
+		if err := os.MkdirAll(snapshot, 0o700); err != nil {
+			return err
+		}
+		for _, suffix := range []string{"", "-wal"} {
+			raw, err := os.ReadFile(path + suffix)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(snapshot, "s.db"+suffix), raw, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	id, _ := gate.Title("Bob")
 	for i := 0; i < claims; i++ {
 		res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint("file ", i))))}, Task: "T"})
 		if err != nil || !res.Granted {
 			return fmt.Errorf("claim %d: %v %+v", i, err, res)
 		}
-		os.Stdout.WriteString(answered)
+		if err := answer(); err != nil {
+			return err
+		}
 		if i < crossed {
 			for _, bd := range []gate.Boundary{gate.ChooseFile, gate.Send} {
 				if _, err := s.Cross(ctx, res.Permit, bd, ""); err != nil {
 					return fmt.Errorf("cross %s: %v", bd, err)
 				}
-				os.Stdout.WriteString(answered)
+				if err := answer(); err != nil {
+					return err
+				}
 			}
 			if _, err := s.Record(ctx, res.Permit, store.RecordRequest{Outcome: gate.SendStatusUnknown}); err != nil {
 				return fmt.Errorf("record: %v", err)
 			}
-			os.Stdout.WriteString(answered)
+			if err := answer(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -82,8 +115,10 @@ type walTrace struct {
 	syncs   int // fsync or fdatasync of the WAL that returned 0
 	writes  int // writes to the WAL
 	// undurable counts the answers given with no write to the WAL since the answer
-	// before (a commit writes at least one page) or with one not synced since.
+	// before (a commit writes at least one page) or with one not followed by a sync.
 	undurable int
+	// events is the number of events in the snapshot taken at each answer.
+	events []int
 }
 
 // traceWAL runs the helper under strace and reads the trace of its WAL.
@@ -111,7 +146,30 @@ func traceWAL(t *testing.T, synchronous string) walTrace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readTrace(t, string(raw), path+"-wal")
+	w := readTrace(t, string(raw), path+"-wal")
+	if w.answers != decisions {
+		t.Fatalf("the trace shows %d answers; the helper gave %d", w.answers, decisions)
+	}
+	for i := 1; i <= w.answers; i++ {
+		w.events = append(w.events, eventsIn(t, filepath.Join(dir, "snapshots", strconv.Itoa(i), "s.db")))
+	}
+	return w
+}
+
+// eventsIn counts the events of the store copied to path, opened by SQLite's own VFS,
+// which rebuilds the WAL's index from the frames whose checksums hold, as after a crash.
+func eventsIn(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n
 }
 
 // readTrace reads strace -f -y output, in which a call another thread interrupted is
@@ -123,28 +181,35 @@ func traceWAL(t *testing.T, synchronous string) walTrace {
 //	1234  pwrite64(7</tmp/x/sendonce.db-wal>, "\0\0\0\2"..., 1048, 32) = 1048
 //	1234  write(1<pipe:[5678]>, "answered\n", 9) = 9
 //
-// A write to the WAL counts from its start, a sync from its successful return: the
-// order that makes a write durable. A commit that had not written its pages by its
-// answer (held in memory) shows as an answer with no write before it.
+// A write makes the WAL dirty from its start; a sync cleans it when it returns 0, if it
+// began after the last write to the WAL had begun.
 func readTrace(t *testing.T, raw, wal string) walTrace {
 	t.Helper()
 	call := regexp.MustCompile(`^(\d+) +(?:(fsync|fdatasync|pwrite64|write)\((\d+)<([^>]*)>(.*)|<\.\.\. (fsync|fdatasync|pwrite64|write) resumed>(.*))$`)
+	written := regexp.MustCompile(`, (\d+), \d+\) += (-?\d+)`)
 	var w walTrace
 	dirty, wrote := false, false
-	pendingSync := map[string]bool{} // by thread: a sync of the WAL not returned yet
-	for _, line := range strings.Split(raw, "\n") {
-		m := call.FindStringSubmatch(line)
+	line, lastWrite := 0, -1
+	syncing := map[string]int{} // by thread: the line where a sync of the WAL began
+	synced := func(began int, result string) {
+		if strings.HasSuffix(result, "= 0") {
+			w.syncs++
+			if began > lastWrite {
+				dirty = false
+			}
+		}
+	}
+	for _, text := range strings.Split(raw, "\n") {
+		line++
+		m := call.FindStringSubmatch(text)
 		if m == nil {
 			continue
 		}
 		thread := m[1]
-		if m[6] != "" { // resumed
-			if pendingSync[thread] && m[6] != "write" && m[6] != "pwrite64" {
-				delete(pendingSync, thread)
-				if strings.HasSuffix(m[7], "= 0") {
-					w.syncs++
-					dirty = false
-				}
+		if name := m[6]; name != "" { // resumed
+			if began, ok := syncing[thread]; ok && (name == "fsync" || name == "fdatasync") {
+				delete(syncing, thread)
+				synced(began, m[7])
 			}
 			continue
 		}
@@ -159,16 +224,16 @@ func readTrace(t *testing.T, raw, wal string) walTrace {
 		case file != wal:
 		case name == "pwrite64":
 			w.writes++
-			dirty, wrote = true, true
+			dirty, wrote, lastWrite = true, true, line
+			if n := written.FindStringSubmatch(rest); n != nil && n[1] != n[2] {
+				t.Fatalf("a write to the WAL wrote %s of %s bytes: %s", n[2], n[1], text)
+			}
+		case name != "fsync" && name != "fdatasync":
 		case strings.HasSuffix(rest, "<unfinished ...>"):
-			pendingSync[thread] = true
-		case strings.HasSuffix(rest, "= 0"):
-			w.syncs++
-			dirty = false
+			syncing[thread] = line
+		default:
+			synced(line, rest)
 		}
-	}
-	if w.answers != decisions {
-		t.Fatalf("the trace shows %d answers; the helper gave %d", w.answers, decisions)
 	}
 	return w
 }
@@ -193,6 +258,12 @@ func TestEveryDecisionSyncsTheWAL(t *testing.T) {
 	if full.writes > 2*decisions {
 		t.Errorf("%d writes to the WAL for %d commits: its writes were not gathered", full.writes, decisions)
 	}
+	for i := 1; i < len(full.events); i++ {
+		if full.events[i] <= full.events[i-1] {
+			t.Errorf("the store's files as of answer %d hold %d events, as of answer %d %d: that decision was not in the files when it was answered (%v)", i+1, full.events[i], i, full.events[i-1], full.events)
+			break
+		}
+	}
 
 	off := traceWAL(t, "OFF")
 	t.Logf("synchronous=OFF: %+v", off)
@@ -201,5 +272,39 @@ func TestEveryDecisionSyncsTheWAL(t *testing.T) {
 	}
 	if off.writes < 8*decisions {
 		t.Errorf("with synchronous=OFF (writes not gathered) %d writes to the WAL for %d commits; want two a page", off.writes, decisions)
+	}
+}
+
+// The trace's reading on made-up traces: a sync begun before the last write does not
+// make it durable, nor does any other call on the WAL that returns 0.
+func TestReadTrace(t *testing.T) {
+	const wal = "/s/s.db-wal"
+	const (
+		write  = `1  pwrite64(7</s/s.db-wal>, "\0"..., 1048, 32) = 1048`
+		sync   = `1  fdatasync(7</s/s.db-wal>) = 0`
+		answer = `1  write(1<pipe:[5]>, "answered\n", 9) = 9`
+	)
+	for _, tc := range []struct {
+		name      string
+		trace     []string
+		undurable int
+	}{
+		{"written, synced, answered", []string{write, sync, answer}, 0},
+		{"two decisions", []string{write, write, sync, answer, write, sync, answer}, 0},
+		{"written after the sync", []string{write, sync, write, answer}, 1},
+		{"nothing written", []string{write, sync, answer, answer}, 1},
+		{"a sync begun before the write", []string{
+			`2  fsync(7</s/s.db-wal> <unfinished ...>`, write, `2  <... fsync resumed>) = 0`, answer}, 1},
+		{"a sync begun after the write, split", []string{
+			write, `2  fsync(7</s/s.db-wal> <unfinished ...>`, `1  write(9</x>, "a", 1) = 1`, `2  <... fsync resumed>) = 0`, answer}, 0},
+		{"a failed sync", []string{write, `1  fsync(7</s/s.db-wal>) = -1 EIO (Input/output error)`, answer}, 1},
+		{"a sync of another file", []string{write, `1  fsync(8</s/s.db>) = 0`, answer}, 1},
+		{"a write, not a sync, returning 0", []string{write, `1  write(7</s/s.db-wal>, "", 0) = 0`, answer}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if w := readTrace(t, strings.Join(tc.trace, "\n"), wal); w.undurable != tc.undurable {
+				t.Errorf("%+v; want %d undurable", w, tc.undurable)
+			}
+		})
 	}
 }

@@ -196,7 +196,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 func dataSource(abs, mode string, busy time.Duration, synchronous string, gatherWAL bool) (string, error) {
 	q := url.Values{}
 	if gatherWAL {
-		vfs, err := useWALVFS()
+		vfs, err := useGatherVFS()
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 		}
