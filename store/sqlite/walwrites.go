@@ -23,7 +23,8 @@ import (
 // visible to other connections (in the WAL index) right after writing them, and syncs
 // them first only under synchronous FULL or EXTRA. Under NORMAL or OFF a reader could
 // be shown frames still in this process's memory, so open uses the gathering VFS only
-// with FULL or EXTRA, and no connection of the backend changes PRAGMA synchronous.
+// with FULL or EXTRA, and no connection of the backend changes PRAGMA synchronous (nor
+// locking_mode: see dbShmLock).
 //
 // Files are opened by the unix VFS in place; a WAL and a main database file then get a
 // copy of the unix VFS's methods with the few above replaced, each calling the unix
@@ -291,20 +292,29 @@ func walClose(tls *libc.TLS, file uintptr) int32 {
 // (the commit's sync wrote them); after a rollback, the frames of pages SQLite spilled to
 // the WAL during the transaction may be, and written later they could overwrite another
 // writer's commit.
+//
+// Only the connection releasing the lock can hold writes for this path: a WAL is
+// written only under the write lock. So the WALs picked here, under the lock of the
+// maps, are its own, which no other goroutine closes meanwhile. (In locking_mode
+// EXCLUSIVE SQLite releases no write lock here; the backend never sets it.)
 func dbShmLock(tls *libc.TLS, file uintptr, offset, n, flags int32) int32 {
 	g := theGatherVFS
 	if flags == sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE && offset <= sqlite3.WAL_WRITE_LOCK && sqlite3.WAL_WRITE_LOCK < offset+n {
+		type wal struct {
+			file uintptr
+			held *heldWrites
+		}
+		var mine []wal
 		g.mu.Lock()
-		wal := g.dbs[file] + "-wal"
-		var mine []uintptr // only the releasing connection's WAL can hold writes
+		path := g.dbs[file] + "-wal"
 		for w, h := range g.wals {
-			if h.path == wal {
-				mine = append(mine, w)
+			if h.path == path && h.n > 0 {
+				mine = append(mine, wal{w, h})
 			}
 		}
 		g.mu.Unlock()
 		for _, w := range mine {
-			g.flush(tls, w, g.held(w)) // a failure drops what was held: it was no commit's
+			g.flush(tls, w.file, w.held) // a failure drops what was held: it was no commit's
 		}
 	}
 	shmLock := g.unixOf(file).FxShmLock

@@ -114,6 +114,16 @@ func TestARolledBackSpillNeverOverwritesAnotherCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	held := func() (n int64) {
+		theGatherVFS.mu.Lock()
+		defer theGatherVFS.mu.Unlock()
+		for _, h := range theGatherVFS.wals {
+			if h.path == path+"-wal" {
+				n += h.n
+			}
+		}
+		return n
+	}
 	rolledBack := errors.New("rolled back on purpose")
 	err = gathering.transaction(ctx, true, func(tx *sqltx.Tx) error {
 		for range 40 {
@@ -121,21 +131,16 @@ func TestARolledBackSpillNeverOverwritesAnotherCommit(t *testing.T) {
 				return err
 			}
 		}
+		if held() == 0 {
+			t.Fatal("nothing spilled to the WAL and held: the case is not tested")
+		}
 		return rolledBack
 	})
 	if !errors.Is(err, rolledBack) {
 		t.Fatal(err)
 	}
-	var held int64
-	theGatherVFS.mu.Lock()
-	for _, h := range theGatherVFS.wals {
-		if h.path == path+"-wal" {
-			held += h.n
-		}
-	}
-	theGatherVFS.mu.Unlock()
-	if held != 0 {
-		t.Fatalf("%d bytes still held for the WAL after the rollback released the write lock", held)
+	if n := held(); n != 0 {
+		t.Fatalf("%d bytes still held for the WAL after the rollback released the write lock", n)
 	}
 	for range 60 {
 		err := plain.transaction(ctx, true, func(tx *sqltx.Tx) error {
