@@ -13,23 +13,31 @@ import (
 	"github.com/sendonce/sendonce/store/internal/sqltx"
 )
 
+// gatheringAndPlain opens one new store twice, closed when the test ends: once
+// gathering its WAL writes, once writing each frame as SQLite does.
+func gatheringAndPlain(t *testing.T) (path string, gathering, plain *Backend) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "s.db")
+	gathering, err := Create(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gathering.Close() })
+	plain, err = Open(context.Background(), path, Options{writeEachFrame: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	return path, gathering, plain
+}
+
 // A store whose WAL writes are gathered (walwrites.go) is still a plain SQLite file that
 // a process writing each frame itself (an older sendonce, the sqlite3 shell) can share:
 // each sees every commit of the other as soon as it is answered, and a transaction too
 // big to gather in memory (a migration, a copy) lands whole.
 func TestGatheredAndPlainWritersShareAStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
-	gathering, err := Create(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gathering.Close()
-	plain, err := Open(ctx, path, Options{writeEachFrame: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	path, gathering, plain := gatheringAndPlain(t)
 	stores := []*store.Store{store.New(gathering), store.New(plain)}
 
 	id, _ := gate.Title("Bob")
@@ -47,7 +55,7 @@ func TestGatheredAndPlainWritersShareAStore(t *testing.T) {
 
 	// 1.2 MiB in one transaction: more than walGatherMax, so its commit is written out in
 	// 64 KiB runs.
-	err = gathering.transaction(ctx, true, func(tx *sqltx.Tx) error {
+	err := gathering.transaction(ctx, true, func(tx *sqltx.Tx) error {
 		if _, err := tx.SQL.ExecContext(ctx, "CREATE TABLE big (b BLOB NOT NULL)"); err != nil {
 			return err
 		}
@@ -87,21 +95,11 @@ func TestGatheredAndPlainWritersShareAStore(t *testing.T) {
 // and "Rowid 32 out of order").
 func TestARolledBackSpillNeverOverwritesAnotherCommit(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
-	gathering, err := Create(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gathering.Close()
-	plain, err := Open(ctx, path, Options{writeEachFrame: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	path, gathering, plain := gatheringAndPlain(t)
 	if _, err := gathering.conn.ExecContext(ctx, "PRAGMA cache_size=10"); err != nil {
 		t.Fatal(err)
 	}
-	err = plain.transaction(ctx, true, func(tx *sqltx.Tx) error {
+	err := plain.transaction(ctx, true, func(tx *sqltx.Tx) error {
 		_, err := tx.SQL.ExecContext(ctx, "CREATE TABLE spilled (b BLOB); CREATE TABLE kept (b BLOB)")
 		return err
 	})
