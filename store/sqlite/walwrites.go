@@ -15,8 +15,8 @@ import (
 // with one change: a WAL's writes are held in memory, in order, and handed to the file
 // as one write when anything else is asked of the WAL (a sync, a read, its size, a
 // truncation, a file control, a write that does not continue the run) or the run
-// reaches walGatherMax, and at the latest before the write lock on the database is
-// released: a connection holds nothing back once another may write. The sync that makes
+// reaches walGatherMax, and at the latest before the connection releases its write
+// lock on the WAL: it holds nothing back once another may write. The sync that makes
 // a commit durable still follows every byte of it.
 //
 // That is safe only where every commit syncs the WAL: SQLite makes a commit's frames
@@ -46,8 +46,10 @@ type gatherVFS struct {
 	unix uintptr // SQLite's unix VFS
 
 	mu sync.Mutex
-	// patched are the method tables this VFS gives files, made once for each unix table
-	// (there is one on Linux), and unpatched the unix table each one copies.
+	// walTables and dbTables are the patched method tables this VFS gives WALs and main
+	// database files, one for each unix table they copy (on Linux the unix VFS gives
+	// WALs one table and database files another), and unpatched the unix table each
+	// patched one copies.
 	walTables, dbTables map[uintptr]uintptr // unix table -> patched copy
 	unpatched           map[uintptr]uintptr // patched copy -> unix table
 	// wals are the open WALs' held writes and dbs the open main database files' paths,
