@@ -61,8 +61,9 @@ type gatherVFS struct {
 // heldWrites are one WAL's writes not yet handed to the file: n bytes at mem, to go at
 // offset start.
 type heldWrites struct {
-	path  string  // the WAL's path: its database's path and "-wal"
-	mem   uintptr // walGatherMax bytes of C memory
+	path  string      // the WAL's path: its database's path and "-wal"
+	unix  unixMethods // the WAL's own methods, which the patched ones call
+	mem   uintptr     // walGatherMax bytes of C memory
 	start int64
 	n     int64
 }
@@ -167,7 +168,7 @@ func gatherOpen(tls *libc.TLS, vfs, name, file uintptr, flags int32, outFlags ui
 		return g.refuse(tls, file, unix)
 	}
 	g.mu.Lock()
-	g.wals[file] = &heldWrites{path: libc.GoString(name), mem: mem}
+	g.wals[file] = &heldWrites{path: libc.GoString(name), unix: unixMethods{(*sqlite3.Tsqlite3_io_methods)(ptr(unix))}, mem: mem}
 	g.mu.Unlock()
 	f.FpMethods = table
 	return sqlite3.SQLITE_OK
@@ -200,7 +201,7 @@ func (g *gatherVFS) flush(tls *libc.TLS, file uintptr, h *heldWrites) int32 {
 	if h.n == 0 {
 		return sqlite3.SQLITE_OK
 	}
-	rc := g.unixOf(file).write(tls, file, h.mem, int32(h.n), h.start)
+	rc := h.unix.write(tls, file, h.mem, int32(h.n), h.start)
 	h.n = 0
 	return rc
 }
@@ -209,7 +210,8 @@ func (g *gatherVFS) flush(tls *libc.TLS, file uintptr, h *heldWrites) int32 {
 // method to run next.
 func flushFirst(tls *libc.TLS, file uintptr) (unixMethods, int32) {
 	g := theGatherVFS
-	return g.unixOf(file), g.flush(tls, file, g.held(file))
+	h := g.held(file)
+	return h.unix, g.flush(tls, file, h)
 }
 
 func walWrite(tls *libc.TLS, file, buf uintptr, amount int32, offset int64) int32 {
@@ -221,7 +223,7 @@ func walWrite(tls *libc.TLS, file, buf uintptr, amount int32, offset int64) int3
 		}
 	}
 	if int64(amount) > walGatherMax { // never from SQLite (a page is at most 64 KiB)
-		return g.unixOf(file).write(tls, file, buf, amount, offset)
+		return h.unix.write(tls, file, buf, amount, offset)
 	}
 	if h.n == 0 {
 		h.start = offset
@@ -280,13 +282,12 @@ func walFileControl(tls *libc.TLS, file uintptr, op int32, arg uintptr) int32 {
 // and if something were, it would belong to no commit: it is dropped.
 func walClose(tls *libc.TLS, file uintptr) int32 {
 	g := theGatherVFS
-	unix := g.unixOf(file)
 	g.mu.Lock()
 	h := g.wals[file]
 	delete(g.wals, file)
 	g.mu.Unlock()
 	libc.Xfree(tls, h.mem)
-	return unix.close(tls, file)
+	return h.unix.close(tls, file)
 }
 
 // dbShmLock is the database file's xShmLock: before this connection's write lock on the
