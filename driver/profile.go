@@ -388,12 +388,13 @@ func (p *Profile) ChoosingSends() bool {
 	return false
 }
 
-// couldSubmit says how a step could submit what the send page holds, or "": a key or
-// typed text with Return or Enter, or a click that is not inside a named dialog.
+// couldSubmit says how a step could submit what the send page holds, or "": a key
+// that evidence.CouldSubmit does not know to be harmless (Return, Enter, Space, an app's
+// shortcut), typed text with a line break, or a click that is not inside a named dialog.
+// The classifier judges recorded keys and typed text the same way, whatever the class.
 func couldSubmit(s Step) string {
-	keys := strings.ToLower(s.Keys)
 	switch {
-	case s.Do == "key" && (strings.Contains(keys, "return") || strings.Contains(keys, "enter")):
+	case s.Do == "key" && evidence.CouldSubmit(evidence.KeyInput(s.Keys)) != "":
 		return "presses " + s.Keys
 	case (s.Do == "type_text" || s.Do == "type_path") && strings.ContainsAny(s.Text, "\r\n"):
 		return "types a line break"
@@ -539,8 +540,9 @@ func (p *Profile) validate() error {
 	}
 	for _, ph := range phases {
 		count := map[evidence.Class]int{}
-		// Once the file is chosen (after choose_file's crossing) and on the send page
-		// (send), a safe step could send it: it may not submit by another name.
+		// Once the file may be attached (its path typed, or choose_file's crossing) and
+		// on the send page (send), a safe step could send it: it may not submit by
+		// another name.
 		chosen := ph.name == "send"
 		for i, s := range ph.steps {
 			where := fmt.Sprintf("profile %s: %s step %d (%s)", p.App, ph.name, i+1, s.Name)
@@ -549,7 +551,7 @@ func (p *Profile) validate() error {
 					return fmt.Errorf("%s: a safe step %s once the file is chosen, and that could send it: make it the phase's crossing step, or drop it", where, why)
 				}
 			}
-			if s.Class != evidence.Safe {
+			if s.Class != evidence.Safe || s.Do == "type_path" {
 				chosen = true
 			}
 			if err := s.Region.checkFrom(where); err != nil {

@@ -94,15 +94,15 @@ func TestProfileErrorsNameWhere(t *testing.T) {
 // named dialog: each could send the file under a safe label. Before the file is chosen,
 // and inside a named dialog, they may.
 func TestSafeStepsThatCouldSend(t *testing.T) {
-	profile := func(chooseAfter, sendBefore string) string {
+	profile := func(chooseBefore, chooseAfter, sendBefore string) string {
 		return `{"app":"x","process":"x",
-		 "choose_file":[{"name":"pick","do":"key","keys":"Return","class":"safe"},
+		 "choose_file":[{"name":"pick","do":"key","keys":"Return","class":"safe"}` + chooseBefore + `,
 		   {"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}` + chooseAfter + `],
 		 "send":[` + sendBefore + `{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
 	}
 	for name, tc := range map[string]struct {
-		after, before string
-		want          string
+		typed, after, before string
+		want                 string
 	}{
 		"Return after the file is chosen": {after: `,{"name":"confirm","do":"key","keys":"KP_Enter","class":"safe"}`, want: "presses KP_Enter"},
 		"a click on the send page":        {before: `{"name":"focus","do":"click_text","text":"Send","class":"safe"},`, want: "clicks outside a named dialog"},
@@ -111,8 +111,12 @@ func TestSafeStepsThatCouldSend(t *testing.T) {
 		"ctrl+Return in send":             {before: `{"name":"x","do":"key","keys":"ctrl+Return","class":"safe"},`, want: "presses ctrl+Return"},
 		"a click inside a named dialog":   {before: `{"name":"ok","do":"click_text","text":"OK","window":"Warning","class":"safe"},`},
 		"a wait on the send page":         {before: `{"name":"w","do":"wait_text","text":"x","class":"safe"},`},
+		"an app's shortcut in send":       {before: `{"name":"x","do":"key","keys":"ctrl+shift+u","class":"safe"},`, want: "presses ctrl+shift+u"},
+		"Escape in send":                  {before: `{"name":"x","do":"key","keys":"Escape","class":"safe"},`},
+		"select all after the typed path": {after: `,{"name":"sel","do":"key","keys":"ctrl+a","class":"safe"}`},
+		"Return after the typed path":     {typed: `,{"name":"t","do":"type_path","class":"safe"},{"name":"ok","do":"key","keys":"Return","class":"safe"}`, want: "presses Return"},
 	} {
-		_, err := ParseProfile([]byte(profile(tc.after, tc.before)))
+		_, err := ParseProfile([]byte(profile(tc.typed, tc.after, tc.before)))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v; want it accepted", name, err)

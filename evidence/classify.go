@@ -145,23 +145,31 @@ func checkVocabulary(r Record) error {
 //
 //   - Monotone in side effects. Whatever shows that something may have been sent keeps
 //     the outcome away from not_sent, whatever a record's kind or a step's class says:
-//     a may_submit or submit step that began, a crossing, any input after the first of
-//     those, input on a record that announces no step, a send page holding our file, a
-//     new item named like ours in the chat. Input of safe steps before the first
-//     crossing does not count: a wrong title still stops as not_sent.
+//     a crossing, any input after it, input on a record that announces no step, a send
+//     page holding our file, a new item named like ours in the chat.
+//   - Inputs are judged by what they can do, whatever their step's class. Once the file
+//     may be attached (after a typed path or a paste, or once the gate was asked at the
+//     choose_file or send boundary), every input that could submit (CouldSubmit: a click,
+//     Return or any key not known to be harmless, typed text) is a possible crossing,
+//     and no later read of "nothing" makes it not_sent. A class counts only for a step
+//     whose inputs are recorded nowhere (a may_submit or submit step that began). So
+//     relabelling a step from submit to safe never moves an outcome toward not_sent or
+//     sent_verified. Harmless inputs before the file may be attached do not count: a
+//     wrong title, or a typed path read back wrong, still stops as not_sent.
 //   - not_sent needs positive proof: a complete transcript, no side effect, and, when
 //     anything was done on screen, a final read of the chat and of the send page after
 //     the last action.
 //   - Confirmation by screen needs a real before/after comparison for this dispatch:
 //     items that are ours and finished (as the recorded profile's marks showed them),
-//     more of them than any read before the send, the lowest item of the conversation
-//     named like ours, the view at its end in every read, and two such reads at least
-//     the recorded profile's settle time apart. Confirmation by provider needs this
-//     dispatch's object with the content's SHA-256.
+//     more of them than any read before the gate's crossing of send, the lowest item of
+//     the conversation named like ours, the view at its end in every read, and two such
+//     reads at least the recorded profile's settle time apart. Confirmation by provider
+//     needs this dispatch's object with the content's SHA-256.
 //   - sent_rejected needs the provider's word: this dispatch's object with other bytes
 //     or another recipient. A screen never rejects (a misread title is not proof).
 //   - Closed vocabulary: an unknown kind, class, action, decision, boundary, phase,
-//     result or label fails closed.
+//     result or label fails closed, and a gate record of a crossing whose decision is
+//     neither "crossed" nor "refused" is a possible crossing.
 //
 // Labels the transcript carries about itself never decide.
 func Classify(t Transcript) Classification {
@@ -184,7 +192,7 @@ func Classify(t Transcript) Classification {
 			return FailClosed(err)
 		}
 	}
-	j := &judge{m: m, rules: rules, steps: map[int]Record{}, baseline: -1}
+	j := &judge{m: m, rules: rules, steps: map[int]Record{}, baseline: -1, withInputs: stepsWithInputs(t.Records)}
 	for _, r := range t.Records {
 		j.read(r)
 	}
@@ -198,11 +206,16 @@ type judge struct {
 	rules *Rules
 	c     Classification
 	steps map[int]Record // step records by seq
+	// withInputs are the steps whose inputs are recorded, on the step or its result:
+	// their class does not count, their inputs do.
+	withInputs map[int]bool
 
 	sideEffect bool
-	crossedAt  int // the first crossing, or may_submit or submit step (0: none)
-	sendAt     int // the first submit step
-	lastAct    int // the last record that acted or may have: a step, or input
+	crossedAt  int  // the first possible crossing (0: none)
+	attachedAt int  // the first record from which the file may be attached (0: not yet)
+	attachNext bool // a path was typed or the clipboard pasted: the next input may attach
+	sendAt     int  // the gate's first crossing of send
+	lastAct    int  // the last record that acted or may have: a step, or input
 	// baseline is how many items named like ours the first read of sent items showed;
 	// -1 before that read.
 	baseline  int
@@ -212,6 +225,21 @@ type judge struct {
 	after     []readAt
 	confirmed bool
 	rejected  bool
+}
+
+// stepsWithInputs finds the steps whose inputs are recorded: on the step record, or on
+// a result that ends it.
+func stepsWithInputs(recs []Record) map[int]bool {
+	with := map[int]bool{}
+	for _, r := range recs {
+		switch {
+		case r.Kind == KindStep && len(r.Inputs) > 0:
+			with[r.Seq] = true
+		case r.Kind == KindResult && len(r.Inputs) > 0 && r.Step < r.Seq:
+			with[r.Step] = true
+		}
+	}
+	return with
 }
 
 type readAt struct {
@@ -232,45 +260,34 @@ func (j *judge) effect(seq int, format string, args ...any) {
 	j.sideEffect = true
 }
 
+// crossing marks a possible crossing: a side effect, named if it is the first.
+func (j *judge) crossing(seq int, format string, args ...any) {
+	j.effect(seq, format, args...)
+	if j.crossedAt == 0 {
+		j.crossedAt = seq
+	}
+}
+
 func (j *judge) read(r Record) {
 	if r.Kind == KindStep || len(r.Inputs) > 0 {
 		j.lastAct = r.Seq
 	}
 	if r.Class == MaySubmit || r.Class == Submit {
-		what := "step"
-		if r.Kind != KindStep {
-			what = string(r.Kind) + " record"
-		}
-		j.effect(r.Seq, "%s %q is %s: something may have been sent", what, r.Intent, r.Class)
-		if j.crossedAt == 0 {
-			j.crossedAt = r.Seq
-		}
-		if r.Class == Submit && j.sendAt == 0 {
-			j.sendAt = r.Seq
+		switch {
+		case r.Kind != KindStep:
+			j.crossing(r.Seq, "%s record is %s: something may have been sent", r.Kind, r.Class)
+		case !j.withInputs[r.Seq]:
+			j.crossing(r.Seq, "step %q is %s and its inputs are recorded nowhere: something may have been sent", r.Intent, r.Class)
 		}
 	}
-	if len(r.Inputs) > 0 {
-		switch {
-		case j.crossedAt != 0:
-			j.effect(r.Seq, "input sent after the first crossing (record %d)", j.crossedAt)
-		case r.Kind != KindStep && r.Kind != KindResult:
-			j.effect(r.Seq, "input sent on a %s record, which announces no step: it may have submitted", r.Kind)
-		case r.Kind == KindResult:
-			if s, ok := j.steps[r.Step]; !ok || s.Class != Safe {
-				j.effect(r.Seq, "input sent in the result of record %d, which is no safe step before it", r.Step)
-			}
-		}
+	for _, in := range r.Inputs {
+		j.input(r, in)
 	}
 	switch r.Kind {
 	case KindStep:
 		j.steps[r.Seq] = r
 	case KindGate:
-		if r.Gate.Decision == "crossed" {
-			j.effect(r.Seq, "the gate recorded a crossing of %s", r.Gate.Boundary)
-			if j.crossedAt == 0 {
-				j.crossedAt = r.Seq
-			}
-		}
+		j.gate(r)
 	case KindObserve:
 		j.observe(r)
 	case KindLookup:
@@ -281,6 +298,50 @@ func (j *judge) read(r Record) {
 		if r.Error != "" {
 			j.why(r.Seq, "step %d ended with an error: %s", r.Step, r.Error)
 		}
+	}
+}
+
+// input judges one input event by what it can do, whatever its step's class.
+func (j *judge) input(r Record, in Input) {
+	if j.attachNext && j.attachedAt == 0 {
+		j.attachedAt = r.Seq
+	}
+	switch {
+	case j.crossedAt != 0:
+		j.effect(r.Seq, "input sent after the first possible crossing (record %d)", j.crossedAt)
+	case r.Kind != KindStep && r.Kind != KindResult:
+		j.crossing(r.Seq, "input sent on a %s record, which announces no step: it may have submitted", r.Kind)
+	case r.Kind == KindResult && !j.stepBefore(r):
+		j.crossing(r.Seq, "input sent in the result of record %d, which is no step before it", r.Step)
+	case j.attachedAt != 0 && CouldSubmit(in) != "":
+		j.crossing(r.Seq, "%s after the file may have been attached (record %d) could submit it, whatever its step's class", CouldSubmit(in), j.attachedAt)
+	}
+	if mayAttach(in) {
+		j.attachNext = true
+	}
+}
+
+func (j *judge) stepBefore(r Record) bool {
+	_, ok := j.steps[r.Step]
+	return ok && r.Step < r.Seq
+}
+
+// gate reads a gate record. Asking at choose_file or send means the file may be
+// attached from here on; a crossing, or a crossing action with a decision that is
+// neither "crossed" nor "refused", is a possible crossing.
+func (j *judge) gate(r Record) {
+	g := r.Gate
+	if (g.Boundary == string(gate.ChooseFile) || g.Boundary == string(gate.Send)) && j.attachedAt == 0 {
+		j.attachedAt = r.Seq
+	}
+	switch {
+	case g.Decision == "crossed":
+		j.crossing(r.Seq, "the gate recorded a crossing of %s", g.Boundary)
+		if g.Boundary == string(gate.Send) && j.sendAt == 0 {
+			j.sendAt = r.Seq
+		}
+	case g.Action == "cross" && g.Decision != "refused":
+		j.crossing(r.Seq, "a gate record of crossing %s with decision %q, neither crossed nor refused: counted as a possible crossing", g.Boundary, g.Decision)
 	}
 }
 

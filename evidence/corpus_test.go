@@ -26,6 +26,7 @@ const (
 	proof      = "not_sent needs positive proof"
 	confirming = "confirmation needs our own finished new item"
 	vocabulary = "closed vocabulary"
+	canDo      = "inputs judged by what they can do"
 )
 
 const corpusDir = "../testdata/transcripts"
@@ -342,6 +343,26 @@ func attackCorpus(sha string) []transcriptCase {
 		// The provider still confirms what the screen cannot.
 		{label: "sent_verified", name: "peer-item-but-provider-found", principle: confirming, build: flow(true, delivered(append(seen(theirs), lookup("found", sha, "", testDispatch))...)...)},
 
+		// Inputs are judged by what they can do, whatever their step's class (issue 30:
+		// each of these but the last was not_sent before).
+
+		// The file's path typed and accepted, then send clicked, all under safe labels;
+		// the final reads show nothing (the app may still be uploading).
+		{label: "send_status_unknown", name: "send-click-labelled-safe-after-a-typed-path", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("choose file", Safe), TypedPath("/tmp/report.txt"), enter), result(3, ""), withInputs(step("press send", Safe)), withInputs(result(5, ""), click)}, final())...)},
+		// The chooser's Return under a safe label: the app may send on choosing.
+		{label: "send_status_unknown", name: "chooser-accepted-under-a-safe-label", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("choose file", Safe), TypedPath("/tmp/report.txt")), result(3, ""), withInputs(step("accept", Safe), enter), result(5, ""), withInputs(step("dismiss", Safe), KeyInput("Escape")), result(7, "")}, final())...)},
+		// Text typed after the path: kept as its length only, it may hold a line break.
+		{label: "send_status_unknown", name: "text-typed-after-a-typed-path", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("choose file", Safe), TypedPath("/tmp/report.txt"), TypedText("a caption\n")), result(3, "")}, final())...)},
+		// A paste may attach a copied file; the Return after it may send it.
+		{label: "send_status_unknown", name: "return-after-a-paste", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("paste", Safe), KeyInput("ctrl+v"), enter), result(3, "")}, final())...)},
+		// The gate was asked at send, then a safe step clicked: the file is on the page.
+		{label: "send_status_unknown", name: "safe-click-after-the-gate-asked-at-send", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: "send", Token: 7, Decision: "ok"}}, step("look", Safe), withInputs(result(4, ""), click)}, final())...)},
+		// A gate record of a crossing with a decision the runner never writes for one.
+		{label: "send_status_unknown", name: "crossing-with-an-unexpected-decision", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "send", Token: 7, Decision: "ok"}}}, final())...)},
+		// The typed path read back wrong (select all, End), then Escape: nothing that
+		// could submit was sent after the path, so this stop is still not_sent.
+		{label: "not_sent", name: "typed-path-read-back-wrong", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("type the path", Safe), TypedPath("/tmp/report.txt")), result(3, ""), withInputs(step("read the path back", Safe), KeyInput("ctrl+a"), KeyInput("End")), result(5, "the field holds another path"), withInputs(step("dismiss", Safe), KeyInput("Escape")), result(7, "")}, final())...)},
+
 		// Closed vocabulary: each of these would read as "nothing happened" if an
 		// unknown value fell through.
 		{label: "fail_closed", name: "unknown-gate-decision", principle: vocabulary, build: raw(map[string]any{"kind": "gate", "gate": map[string]any{"action": "cross", "boundary": "send", "decision": "maybe"}})},
@@ -450,7 +471,7 @@ func TestAttacksAgainstTheOldClassifier(t *testing.T) {
 	if n < 30 {
 		t.Errorf("%d attack transcripts; the issue asks for at least 30", n)
 	}
-	for _, p := range []string{monotone, proof, confirming, vocabulary} {
+	for _, p := range []string{monotone, proof, confirming, vocabulary, canDo} {
 		if wrongBefore[p] == 0 {
 			t.Errorf("no attack transcript on %q was classified wrongly before: the attacks do not attack", p)
 		}

@@ -104,16 +104,30 @@ func generate(b []byte) generated {
 	}
 	s := g.add(step("open picker", Safe))
 	g.add(result(s, ""))
-	g.add(crossed("choose_file"))
-	s = g.add(step("choose file", MaySubmit))
+	// The runner asks the gate before each crossing and records the crossing after the
+	// step; a transcript written elsewhere may hold no gate record, and its classes may
+	// be anything.
+	gated := !c.chance(15)
+	if gated {
+		g.add(checked("choose_file"))
+		g.add(crossed("choose_file"))
+	}
+	s = g.add(withInputs(step("choose file", c.class(MaySubmit)), c.chooseInputs()...))
 	g.add(result(s, ""))
 	if c.chance(10) {
+		// Stopped after choosing: dismissed, then the final reads.
+		d := g.add(withInputs(step("dismiss", Safe), KeyInput("Escape")))
+		g.add(result(d, ""))
+		finals()
 		c.extras(&g)
 		return g
 	}
-	g.add(crossed("send"))
-	s = g.add(step("press send", Submit))
-	g.add(result(s, ""))
+	if gated {
+		g.add(checked("send"))
+		g.add(crossed("send"))
+	}
+	s = g.add(withInputs(step("press send", c.class(Submit))))
+	g.add(withInputs(result(s, ""), ClickInput(640, 700)))
 	fresh := c.chance(85)
 	for n := 1 + c.pick(3); n > 0; n-- {
 		g.add(c.read("after_send", older, fresh && !c.chance(5), 500))
@@ -121,8 +135,37 @@ func generate(b []byte) generated {
 			g.add(title("Bob"))
 		}
 	}
+	if !gated && c.chance(50) {
+		finals() // a transcript without a gate may read "nothing" at the end
+	}
 	c.extras(&g)
 	return g
+}
+
+// class is the class a step is labelled with: mostly the one the runner gives it.
+func (c *choices) class(usual Class) Class {
+	if c.chance(30) {
+		return []Class{Safe, MaySubmit, Submit}[c.pick(3)]
+	}
+	return usual
+}
+
+// chooseInputs are the inputs that choose the file: a typed path and Return, a typed
+// path alone, a click in a file list, or Return.
+func (c *choices) chooseInputs() []Input {
+	switch c.pick(4) {
+	case 1:
+		return []Input{TypedPath("/tmp/report.txt")}
+	case 2:
+		return []Input{ClickInput(300, 300)}
+	case 3:
+		return []Input{KeyInput("Return")}
+	}
+	return []Input{TypedPath("/tmp/report.txt"), KeyInput("ctrl+a"), KeyInput("End"), KeyInput("Return")}
+}
+
+func checked(b string) Record {
+	return Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: b, Token: 7, Decision: "ok"}}
 }
 
 // extras adds what may come at the end of any transcript: a provider lookup, a label.
@@ -149,8 +192,10 @@ func (g generated) classify(recs []Record) Classification {
 // sideEffects are records that each show a possible side effect.
 func sideEffects() []Record {
 	return []Record{
-		step("inserted", MaySubmit),
-		step("inserted", Submit),
+		{Kind: KindStep, Intent: "inserted", Class: MaySubmit}, // inputs recorded nowhere
+		{Kind: KindStep, Intent: "inserted", Class: Submit},
+		withInputs(step("inserted", Safe), TypedPath("/tmp/report.txt"), KeyInput("Return")),
+		withInputs(Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "send", Decision: "ok"}}),
 		crossed("send"),
 		withInputs(title("Bob"), KeyInput("Return")),
 		withInputs(Record{Kind: KindResult}, ClickInput(1, 1)),
@@ -160,9 +205,11 @@ func sideEffects() []Record {
 	}
 }
 
-// checkProperties checks the classifier's two fuzzed properties on one transcript:
-// adding side-effect evidence anywhere never yields not_sent, and removing every
-// after-send read and provider confirmation never keeps sent_verified.
+// checkProperties checks the classifier's fuzzed properties on one transcript: adding
+// side-effect evidence anywhere never yields not_sent; removing every after-send read and
+// provider confirmation never keeps sent_verified; and relabelling a step that sent
+// input from may_submit or submit to safe never moves the outcome to not_sent or
+// sent_verified (monotone in labels: an input is judged by what it can do).
 func checkProperties(t *testing.T, b []byte) gate.Outcome {
 	g := generate(b)
 	base := g.classify(append([]Record(nil), g.records...))
@@ -182,6 +229,18 @@ func checkProperties(t *testing.T, b []byte) gate.Outcome {
 	}
 	if got := g.classify(without); got.Outcome == gate.SentVerified {
 		t.Fatalf("sent_verified with every after-send read and provider confirmation removed: %v", got.Reasons)
+	}
+	withInput := stepsWithInputs(g.records)
+	for i, r := range g.records {
+		if r.Kind != KindStep || r.Class == Safe || !withInput[r.Seq] {
+			continue
+		}
+		relabelled := append([]Record(nil), g.records...)
+		relabelled[i].Class = Safe
+		got := g.classify(relabelled)
+		if (got.Outcome == gate.NotSent || got.Outcome == gate.SentVerified) && got.Outcome != base.Outcome {
+			t.Fatalf("relabelling %s step %q (record %d) as safe moved %s to %s: %v", r.Class, r.Intent, r.Seq, base.Outcome, got.Outcome, got.Reasons)
+		}
 	}
 	return base.Outcome
 }
