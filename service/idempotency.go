@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -67,10 +68,16 @@ func (s *Server) postKeyed(path string, h func(*call) reply, replay bool) {
 
 func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply, replay bool) (reply, bool) {
 	r := c.r
-	c.key = r.Header.Get("Idempotency-Key")
-	if c.key == "" || len(c.key) > 200 || !printable(c.key) {
-		rep := problemReply(http.StatusBadRequest, problemBody{Kind: "bad_input", ExitCode: exit(sendonce.ExitUsage),
-			Detail: "every POST needs an Idempotency-Key header (1-200 printable characters, e.g. a UUID): the same key again gets the same answer"})
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) == 1 {
+		c.key = keys[0]
+	}
+	if len(keys) > 1 || !ValidIdempotencyKey(c.key) {
+		detail := "every POST needs an Idempotency-Key header (1-200 printable ASCII characters, no spaces, e.g. a UUID): the same key again gets the same answer"
+		if len(keys) > 1 {
+			detail = fmt.Sprintf("the request carries %d Idempotency-Key headers: send exactly one", len(keys))
+		}
+		rep := problemReply(http.StatusBadRequest, problemBody{Kind: "bad_input", ExitCode: exit(sendonce.ExitUsage), Detail: detail})
 		s.write(w, r, rep, nil)
 		return rep, false
 	}
@@ -115,6 +122,15 @@ func (s *Server) idempotent(w http.ResponseWriter, c *call, h func(*call) reply,
 		rep := h(c)
 		s.write(w, r, rep, nil)
 		return rep, false
+	case m != nil && m.delivery != nil && m.delivery.finished():
+		// The 202 pointed to a delivery that has ended since: the replay is its
+		// result, so that a client that lost the answer learns the outcome at once.
+		d := m.delivery
+		s.mu.Unlock()
+		w.Header().Set("Idempotent-Replayed", "true")
+		s.write(w, r, d.rep, nil)
+		s.metrics.replayed()
+		return d.rep, true
 	case m != nil:
 		s.mu.Unlock()
 		for k, v := range m.header {
@@ -191,14 +207,14 @@ func keep(rep reply) bool {
 	return rep.status < 500
 }
 
-func printable(s string) bool {
-	for _, r := range s {
-		if r < 0x21 || r > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+// IdempotencyKeyPattern is the one rule for an Idempotency-Key, as the server checks it
+// and the OpenAPI description publishes it: 1-200 printable ASCII characters, no spaces.
+const IdempotencyKeyPattern = `^[!-~]{1,200}$`
+
+var idempotencyKey = regexp.MustCompile(IdempotencyKeyPattern)
+
+// ValidIdempotencyKey says whether k follows IdempotencyKeyPattern.
+func ValidIdempotencyKey(k string) bool { return idempotencyKey.MatchString(k) }
 
 // fingerprint is the SHA-256 of a request: method, path, agent and the canonical JSON
 // body, where a "content" member (base64 bytes) stands as its bytes' SHA-256. A body

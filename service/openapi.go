@@ -22,6 +22,7 @@ var openapiPaths []byte
 type openapiDoc struct {
 	OpenAPI    string          `json:"openapi"`
 	Info       json.RawMessage `json:"info"`
+	Servers    json.RawMessage `json:"servers"`
 	Security   json.RawMessage `json:"security"`
 	Paths      json.RawMessage `json:"paths"`
 	Components components      `json:"components"`
@@ -30,8 +31,16 @@ type openapiDoc struct {
 type components struct {
 	Schemas         map[string]*jsonschema.Schema `json:"schemas"`
 	Responses       json.RawMessage               `json:"responses"`
-	Parameters      json.RawMessage               `json:"parameters"`
+	Parameters      map[string]parameter          `json:"parameters"`
 	SecuritySchemes json.RawMessage               `json:"securitySchemes"`
+}
+
+type parameter struct {
+	Name        string             `json:"name"`
+	In          string             `json:"in"`
+	Required    bool               `json:"required"`
+	Schema      *jsonschema.Schema `json:"schema"`
+	Description string             `json:"description,omitempty"`
 }
 
 // OpenAPI returns the service's OpenAPI 3.1 description.
@@ -61,6 +70,8 @@ func OpenAPI() ([]byte, error) {
 		doc.Components.Schemas[name].Properties["content"] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64",
 			Description: doc.Components.Schemas[name].Properties["content"].Description}
 	}
+	// The Idempotency-Key's rule is the server's own.
+	doc.Components.Parameters["IdempotencyKey"].Schema.Pattern = IdempotencyKeyPattern
 	// A problem's exit code is null where the CLI has none.
 	doc.Components.Schemas["Problem"].Properties["exit_code"] = &jsonschema.Schema{Types: []string{"integer", "null"}}
 	return json.MarshalIndent(doc, "", "  ")

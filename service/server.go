@@ -246,9 +246,9 @@ func (s *Server) logged(r *http.Request, start time.Time, rep reply, agent strin
 // admit authenticates a request and asks the guard; a refusal is written.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*call, *reply) {
 	c := &call{r: r}
-	auth := r.Header.Get("Authorization")
-	secret, found := strings.CutPrefix(auth, "Bearer ")
-	if !found || secret == "" {
+	secret, found := BearerToken(r.Header)
+	if !found {
+		w.Header().Set("WWW-Authenticate", Challenge(""))
 		rep := s.problem(w, r, "", http.StatusUnauthorized, problemBody{Kind: "unauthorized", Detail: "every request needs a bearer token: Authorization: Bearer TOKEN (made with 'sendonce token create NAME')"})
 		return c, &rep
 	}
@@ -258,6 +258,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*call, *reply) {
 		return c, &rep
 	}
 	if name == "" {
+		w.Header().Set("WWW-Authenticate", Challenge("invalid_token"))
 		rep := s.problem(w, r, "", http.StatusUnauthorized, problemBody{Kind: "unauthorized", Detail: "the bearer token is unknown or revoked"})
 		return c, &rep
 	}
@@ -269,6 +270,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*call, *reply) {
 		}
 	}
 	return c, nil
+}
+
+// BearerToken reads the token of an Authorization header in the Bearer scheme (RFC 6750;
+// the scheme's name in any case, RFC 9110 11.1), or false when the request carries none.
+func BearerToken(h http.Header) (string, bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
+}
+
+// Challenge is the WWW-Authenticate header of a 401 (RFC 9110 11.6.1, RFC 6750 3): the
+// Bearer scheme, and the error when a token was given but is not accepted.
+func Challenge(bearerError string) string {
+	if bearerError == "" {
+		return `Bearer realm="sendonce"`
+	}
+	return `Bearer realm="sendonce", error="` + bearerError + `"`
 }
 
 // fail writes an error as a problem.

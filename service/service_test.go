@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/sendonce/sendonce"
 )
 
@@ -202,4 +204,85 @@ func TestRememberedIsBounded(t *testing.T) {
 	if s.remembered[strconv.Itoa(maxRemembered-1)] == nil || s.remembered["0"] != nil {
 		t.Fatal("shedding dropped a newer response before an older one")
 	}
+}
+
+// TestOpenAPIListsErrorsAndServers: every operation names its 4XX and 5XX answers (not
+// only a default), 401 carries WWW-Authenticate, and the document says where it is
+// served.
+func TestOpenAPIListsErrorsAndServers(t *testing.T) {
+	b, err := OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Servers []struct {
+			URL string `json:"url"`
+		} `json:"servers"`
+		Paths      map[string]map[string]struct{ Responses map[string]json.RawMessage } `json:"paths"`
+		Components struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Servers) == 0 || doc.Servers[0].URL == "" {
+		t.Error("the description has no servers")
+	}
+	if _, ok := doc.Components.Responses["Unauthorized"].Headers["WWW-Authenticate"]; !ok {
+		t.Error("the 401 answer does not describe WWW-Authenticate")
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			var four, five bool
+			for code := range op.Responses {
+				four = four || strings.HasPrefix(code, "4")
+				five = five || strings.HasPrefix(code, "5")
+			}
+			if _, ok := op.Responses["401"]; !ok || !four || !five {
+				t.Errorf("%s %s lists %v: want its 4XX (401 among them) and 5XX answers", method, path, keys(op.Responses))
+			}
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// FuzzIdempotencyKeyIsOneRule: the Idempotency-Key schema the description publishes
+// accepts exactly the keys the server accepts.
+func FuzzIdempotencyKeyIsOneRule(f *testing.F) {
+	b, err := OpenAPI()
+	if err != nil {
+		f.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Parameters map[string]struct {
+				Schema *jsonschema.Schema `json:"schema"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		f.Fatal(err)
+	}
+	published, err := doc.Components.Parameters["IdempotencyKey"].Schema.Resolve(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, k := range []string{"", "a", "a b", "ключ", "k\t", strings.Repeat("x", 200), strings.Repeat("x", 201), "550e8400-e29b-41d4-a716-446655440000", "~!", "\x7f", "a\nb"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		if ValidIdempotencyKey(k) != (published.Validate(k) == nil) {
+			t.Fatalf("key %q: the server says %v, the published schema %v", k, ValidIdempotencyKey(k), published.Validate(k))
+		}
+	})
 }

@@ -212,9 +212,9 @@ func serveHTTP(ctx context.Context, env *environment, srv *mcp.Server, addr, tok
 			http.Error(w, "the Host header is not this server's", http.StatusForbidden)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := service.BearerToken(r.Header)
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			w.Header().Set("WWW-Authenticate", service.Challenge(map[bool]string{true: "invalid_token"}[ok]))
 			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 			return
 		}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"context"
 	"encoding/base64"
 	"os"
@@ -113,6 +114,18 @@ func TestServeDeliverWaitsWhenAsked(t *testing.T) {
 	}
 	if a.code != 200 || a.body["outcome"] != "sent_verified" || a.body["identity_strength"] != "weak" {
 		t.Fatalf("the result: %v; want sent_verified (weak: a title only)", a)
+	}
+	// The same request again, as a client that lost the 202 would send it: the replay
+	// is the delivery's result now, not the stored 202 (running).
+	replay, err := s.raw(context.Background(), "POST", "/v1/deliveries", s.token(1), body, map[string]string{"Idempotency-Key": "w-1", "Prefer": "wait=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Body.Close()
+	var got map[string]any
+	json.NewDecoder(replay.Body).Decode(&got)
+	if replay.StatusCode != 200 || got["outcome"] != "sent_verified" || got["dispatch_id"] != a.body["dispatch_id"] || replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the request replayed after the delivery ended: %d %v (replayed %q); want 200 with the delivery's sent_verified", replay.StatusCode, got, replay.Header.Get("Idempotent-Replayed"))
 	}
 }
 

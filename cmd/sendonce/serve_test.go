@@ -461,6 +461,44 @@ func TestServeBadRequests(t *testing.T) {
 			t.Errorf("%s: the answer holds the token", c.name)
 		}
 	}
+	// A 401 says how to authenticate (RFC 9110 11.6.1): the Bearer scheme, and
+	// invalid_token when a token was sent but is not known (RFC 6750 3.1).
+	for name, c := range map[string]struct{ token, want string }{
+		"no token":      {"", `Bearer realm="sendonce"`},
+		"a wrong token": {"sendonce_not-a-token", `Bearer realm="sendonce", error="invalid_token"`},
+	} {
+		if a := s.post("/v1/claim", c.token, "b14", good); a.code != 401 || a.header.Get("WWW-Authenticate") != c.want {
+			t.Errorf("%s: %d with WWW-Authenticate %q; want 401 with %q", name, a.code, a.header.Get("WWW-Authenticate"), c.want)
+		}
+	}
+	// The scheme's name is case-insensitive (RFC 9110 11.1).
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		req, _ := http.NewRequest("GET", s.url("/v1/healthz"), nil)
+		req.Header.Set("Authorization", scheme+" "+tok)
+		resp, err := s.httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("Authorization: %s TOKEN: %d; want 200", scheme, resp.StatusCode)
+		}
+	}
+	// Two Idempotency-Key headers: which one the request meant is unknowable; refused.
+	req, _ := http.NewRequest("POST", s.url("/v1/claim"), bytes.NewReader(mustJSON(good)))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Add("Idempotency-Key", "k-one")
+	req.Header.Add("Idempotency-Key", "k-two")
+	resp, err := s.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoKeys, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(twoKeys), "2 Idempotency-Key headers") {
+		t.Errorf("two Idempotency-Key headers: %d %s; want 400 naming them", resp.StatusCode, twoKeys)
+	}
 	// A slow client: headers never finished within the read timeout; the connection is closed.
 	conn, err := net.Dial("tcp", s.addr)
 	if err != nil {
