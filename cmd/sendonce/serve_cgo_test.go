@@ -3,9 +3,9 @@
 package main
 
 import (
-	"encoding/json"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
