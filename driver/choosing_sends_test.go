@@ -85,6 +85,25 @@ func TestKeysGoOnlyToTheFocusedWindow(t *testing.T) {
 	}
 }
 
+// TestCancelIsTheRecordedCause: a delivery cancelled while a step waits for the keyboard
+// focus stops naming the cancellation, not the focus it was waiting for.
+func TestCancelIsTheRecordedCause(t *testing.T) {
+	desk := &sendsOnChoose{windowsOnly: windowsOnly{focus: 2, ws: []Window{
+		{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
+		{ID: 2, Process: "other", Title: "Another app", Viewable: true, Bounds: image.Rect(100, 100, 500, 400)},
+	}}}
+	r, crossed := chooseAndSend(t, desk)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel) // within the 2 s wait for the focus
+	res, err := r.Deliver(ctx)
+	if !errors.Is(err, ErrStopped) || strings.Contains(err.Error(), "keyboard focus") || !strings.Contains(res.Stopped, "context canceled") {
+		t.Fatalf("a delivery cancelled during the wait for the focus: %v (stopped: %q); want the cancellation as its cause", err, res.Stopped)
+	}
+	if desk.keys != 0 || len(crossed()) != 0 {
+		t.Fatalf("%d key presses, crossings %v; want none", desk.keys, crossed())
+	}
+}
+
 // chooseAndSend is a runner for a one-step profile whose key chooses the file and sends
 // it, on desk, with a claim in a new store; crossed reads the attempt's crossings.
 func chooseAndSend(t *testing.T, desk *sendsOnChoose) (r *Runner, crossed func() []gate.Boundary) {

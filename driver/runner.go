@@ -97,6 +97,11 @@ func (r *Runner) kill(name string) {
 // leaves the result to the evidence (unknown unless confirmed).
 func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 	err := r.deliver(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// A step that failed because the caller cancelled names the cancellation as
+		// its cause, not what the step saw when it stopped waiting.
+		err = fmt.Errorf("cancelled (%w): %w", context.Cause(ctx), err)
+	}
 	if err != nil && !r.crossed && r.window.ID != 0 {
 		// not_sent needs proof: a last look, after every action, at the chat and the
 		// send page. It reads the screen only, so it runs even when ctx was cancelled.
@@ -629,6 +634,9 @@ func (r *Runner) stepFocus(ctx context.Context, s Step) error {
 func (r *Runner) focusOn(ctx context.Context, want Window) error {
 	deadline := r.now().Add(focusWait)
 	for {
+		if ctx.Err() != nil {
+			return fmt.Errorf("cancelled before the input: %w", context.Cause(ctx))
+		}
 		target := want
 		if target.ID == 0 {
 			w, ok, err := r.windowTitled(ctx, want.Title)
@@ -646,7 +654,7 @@ func (r *Runner) focusOn(ctx context.Context, want Window) error {
 		if target.ID != 0 && got.ID == target.ID {
 			return nil
 		}
-		if r.now().After(deadline) || ctx.Err() != nil {
+		if r.now().After(deadline) {
 			where := "no window"
 			if got.ID != 0 {
 				where = fmt.Sprintf("%q (window %#x, %s)", got.Title, got.ID, got.Process)

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,20 +13,41 @@ import (
 
 // checkPath accepts an absolute path to a regular file under a folder the server allows
 // or one of the client's MCP roots, and returns it with links resolved. Anything else
-// is bad input, refused before anything is claimed. When the path is not under an
-// allowed folder and the client was not asked yet, it returns the result that asks the
-// client for its roots (a multi-round-trip input request): the handler returns it, and
-// the call comes back with the answer.
+// is bad input, refused before anything is claimed. The path is judged by its name
+// first and touched only when it names a place under those folders, so a refusal never
+// tells whether a file outside them exists; then by where its links lead. When the path
+// is not under an allowed folder and the client declared roots but was not asked yet,
+// it returns the result that asks the client for them (a multi-round-trip input
+// request): the handler returns it, and the call comes back with the answer. A client
+// that did not declare roots is never asked.
 func (s *Server) checkPath(req *mcp.CallToolRequest, p string) (string, *mcp.CallToolResult, error) {
 	bad := func(format string, args ...any) (string, *mcp.CallToolResult, error) {
-		return "", nil, fmt.Errorf("%w: file: %s", sendonce.ErrInvalid, fmt.Sprintf(format, args...))
+		return "", nil, sendonce.FieldErrorf("file", format, args...)
 	}
 	if p == "" || !filepath.IsAbs(p) {
 		return bad("%q must be an absolute path", p)
 	}
+	p = filepath.Clean(p)
+	allowed := folders(s.AllowDirs)
+	if !under(p, allowed) {
+		roots, asked := clientRoots(req)
+		if !asked && declaresRoots(req) {
+			return "", &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsRequest: &mcp.ListRootsParams{}}, RequestState: rootsRequest}, nil
+		}
+		allowed = append(allowed, folders(roots)...)
+	}
+	if !under(p, allowed) {
+		if len(allowed) == 0 {
+			return bad("%s is outside every allowed folder: the client gave no roots and the server allows no folder (sendonce mcp --allow-dir DIR)", p)
+		}
+		return bad("%s is outside the client's roots and the allowed folders (%s)", p, strings.Join(allowed, ", "))
+	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return bad("cannot read %s: %v", p, err)
+	}
+	if !under(real, allowed) {
+		return bad("%s leads to %s, outside the client's roots and the allowed folders (%s)", p, real, strings.Join(allowed, ", "))
 	}
 	fi, err := os.Stat(real)
 	switch {
@@ -38,22 +58,17 @@ func (s *Server) checkPath(req *mcp.CallToolRequest, p string) (string, *mcp.Cal
 	case !fi.Mode().IsRegular():
 		return bad("%s is not a regular file", p)
 	}
-	allowed := resolved(s.AllowDirs)
-	if under(real, allowed) {
-		return real, nil, nil
+	return real, nil, nil
+}
+
+// declaresRoots says whether the client said, when it connected, that it has roots to
+// give (the roots capability). Asking one that did not is a protocol error for it.
+func declaresRoots(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil {
+		return false
 	}
-	roots, asked := clientRoots(req)
-	if !asked && req != nil && req.Session != nil {
-		return "", &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsRequest: &mcp.ListRootsParams{}}, RequestState: rootsRequest}, nil
-	}
-	allowed = append(allowed, resolved(roots)...)
-	if under(real, allowed) {
-		return real, nil, nil
-	}
-	if len(allowed) == 0 {
-		return bad("%s is outside every allowed folder: the client gave no roots and the server allows no folder (sendonce mcp --allow-dir DIR)", p)
-	}
-	return bad("%s is outside the client's roots and the allowed folders (%s)", p, strings.Join(allowed, ", "))
+	p := req.Session.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
 }
 
 const rootsRequest = "roots"
@@ -78,11 +93,16 @@ func clientRoots(req *mcp.CallToolRequest) ([]string, bool) {
 	return dirs, true
 }
 
-// resolved is the folders with links resolved; one that cannot be read is left out.
-func resolved(dirs []string) []string {
+// folders are the folders as given (cleaned) and with their links resolved: a path
+// is judged by its name against the first, and by where it leads against the second.
+func folders(dirs []string) []string {
 	var out []string
 	for _, d := range dirs {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		out = append(out, filepath.Clean(d))
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != filepath.Clean(d) {
 			out = append(out, r)
 		}
 	}

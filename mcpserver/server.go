@@ -101,13 +101,13 @@ func (s *Server) New() *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{Title: "Deliver a file once", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}}, s.deliver)
 	addTool(srv, &mcp.Tool{Name: "status", Annotations: readOnly,
 		Description: "Where a delivery stands: free, held, not_sent, or consumed (sent_verified, send_status_unknown, sent_rejected). It never sends anything."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			return toolResult(s.lookup().Status(ctx, in.request()))
+		func(ctx context.Context, req *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
+			return s.statusCall(ctx, req, in, s.lookup().Status)
 		})
 	addTool(srv, &mcp.Tool{Name: "show", Annotations: readOnly,
 		Description: "A delivery's status with every decision the gate made about it, in order."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
-			return toolResult(s.lookup().Show(ctx, in.request()))
+		func(ctx context.Context, req *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, sendonce.StatusResult, error) {
+			return s.statusCall(ctx, req, in, s.lookup().Show)
 		})
 	if s.Remote == nil {
 		addTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly,
@@ -131,11 +131,6 @@ const deliverDescription = `Deliver a file to a conversation of a desktop chat a
 The result's outcome: sent_verified (it arrived; never send it again), not_sent (nothing was sent; you may call deliver again), sent_rejected (it arrived with other bytes or to another recipient; ask a person), send_status_unknown (the file may already be with the recipient: do not send it again with this or any other tool; call reconcile, or ask a person).
 this_call is false when an earlier attempt recorded the outcome: a recorded sent_verified is not a delivery by this call. Calling deliver again with the same file and destination is safe: it answers with the recorded outcome and sends nothing.`
 
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	t.OutputSchema = schemaFor[Out]()
-	mcp.AddTool(srv, t, h)
-}
-
 // StatusInput names a delivery by key, or by destination and file.
 type StatusInput struct {
 	Key    string `json:"key,omitempty" jsonschema:"a delivery key as deliver and status print it"`
@@ -144,8 +139,23 @@ type StatusInput struct {
 	File   string `json:"file,omitempty" jsonschema:"absolute path of the file"`
 }
 
-func (in StatusInput) request() sendonce.StatusRequest {
-	return sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}, Content: sendonce.Content{Path: in.File}}
+// statusCall answers status or show. A file is held to the same folder rules as
+// deliver's before it is touched: the server never hashes, or tells the existence of, a
+// file outside the allowed folders and the client's roots.
+func (s *Server) statusCall(ctx context.Context, req *mcp.CallToolRequest, in StatusInput,
+	ask func(context.Context, sendonce.StatusRequest) (sendonce.StatusResult, error)) (*mcp.CallToolResult, sendonce.StatusResult, error) {
+	r := sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}}
+	if in.File != "" {
+		path, roots, err := s.checkPath(req, in.File)
+		switch {
+		case roots != nil:
+			return roots, sendonce.StatusResult{}, nil
+		case err != nil:
+			return toolError(err), sendonce.StatusResult{}, nil
+		}
+		r.Content = sendonce.Content{Path: path}
+	}
+	return toolResult(ask(ctx, r))
 }
 
 // VerifyInput names a bundle.
@@ -400,9 +410,12 @@ func notify(ctx context.Context, req *mcp.CallToolRequest, msg, key, dispatch st
 
 // notifyN sends one progress notification; the message carries the key and dispatch
 // id, so that a client that gave up can ask status later.
+//
+// Once the call's ctx ended (the client cancelled it, or gave up), nothing more is
+// sent for it: the protocol asks that a cancelled request get no further messages.
 func notifyN(ctx context.Context, req *mcp.CallToolRequest, msg, key, dispatch string, n int) {
 	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
+	if token == nil || req.Session == nil || ctx.Err() != nil {
 		return
 	}
 	if key != "" {
@@ -412,7 +425,7 @@ func notifyN(ctx context.Context, req *mcp.CallToolRequest, msg, key, dispatch s
 		}
 		msg += ")"
 	}
-	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req.Session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(n)})
 }

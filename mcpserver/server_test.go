@@ -135,20 +135,88 @@ func TestStatusAndBadInput(t *testing.T) {
 	if !strings.HasPrefix(errorText(res), "bad_input:") {
 		t.Fatalf("a malformed key: %q; want a bad_input tool error", errorText(res))
 	}
-	if _, err := ts.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"colour": "red"}}); err == nil {
-		// The SDK validates input against the schema: an unknown field is refused.
-		res, _ := ts.call(t, "status", map[string]any{"colour": "red"})
-		if !res.IsError {
-			t.Fatalf("an unknown field was accepted")
+}
+
+// TestArgumentsAreBadInput: an unknown argument, a missing one and one of the wrong type
+// are bad_input tool errors that name the field, as the CLI and the HTTP service name
+// it, on every tool.
+func TestArgumentsAreBadInput(t *testing.T) {
+	ts := newTestServer(t, func(s *Server) { s.GateTools = true })
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"status", map[string]any{"colour": "red"}, `bad_input: colour: is not an argument of status, which takes dest_id, file, key, to`},
+		{"deliver", map[string]any{"to": "Bob", "file": "/x", "path": "/etc/passwd"}, `bad_input: path: is not an argument of deliver`},
+		{"deliver", map[string]any{"to": "Bob"}, `bad_input: file: is required`},
+		{"claim", map[string]any{"to": "Bob", "file": "/x"}, `bad_input: task: is required`},
+		{"status", map[string]any{"key": 7}, `bad_input: key: must be a JSON string, not number`},
+		{"renew", map[string]any{"key": "k", "task": "t", "token": "seven"}, `bad_input: token: must be a JSON number, not string`},
+	} {
+		res, err := ts.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Errorf("%s %v: a protocol error %v; want a bad_input tool result", c.tool, c.args, err)
+			continue
 		}
+		if got := errorText(res); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s %v: %q; want %q", c.tool, c.args, got, c.want)
+		}
+	}
+}
+
+// TestStatusKeepsToTheFolders: status and show with a file hold it to deliver's folder
+// rules before touching it: a file outside is never hashed, and the answer for one that
+// exists reads as the answer for one that does not.
+func TestStatusKeepsToTheFolders(t *testing.T) {
+	allowed := t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.AllowDirs = []string{allowed} })
+	secret := filepath.Join(t.TempDir(), "key.pem")
+	os.WriteFile(secret, []byte("private"), 0o600)
+	missing := filepath.Join(filepath.Dir(secret), "missing.pem")
+	inside := filepath.Join(allowed, "r.txt")
+	os.WriteFile(inside, []byte("r"), 0o644)
+	for _, tool := range []string{"status", "show"} {
+		res, out := ts.call(t, tool, map[string]any{"to": "Bob", "file": secret})
+		text := errorText(res)
+		if !strings.HasPrefix(text, "bad_input: file: ") || out["key"] != nil || strings.Contains(text, "private") {
+			t.Errorf("%s of a file outside: %q %v; want bad_input and no key", tool, text, out)
+		}
+		res, _ = ts.call(t, tool, map[string]any{"to": "Bob", "file": missing})
+		if other := errorText(res); strings.ReplaceAll(other, missing, secret) != text {
+			t.Errorf("%s: a file outside that exists answers %q, one that does not %q: the answer tells which exists", tool, text, other)
+		}
+		if res, out := ts.call(t, tool, map[string]any{"to": "Bob", "file": inside}); res.IsError || out["status"] != "free" {
+			t.Errorf("%s of a file inside: %q %v; want free", tool, errorText(res), out)
+		}
+	}
+}
+
+// TestRootsAskedOnlyWhenDeclared: a client that declared no roots capability (the
+// TypeScript SDK's default) is never asked for roots: a file outside the allowed folders
+// is a bad_input tool result. A client with roots is asked, and a file under one of them
+// is accepted.
+func TestRootsAskedOnlyWhenDeclared(t *testing.T) {
+	rootDir := t.TempDir()
+	f := filepath.Join(rootDir, "r.txt")
+	os.WriteFile(f, []byte("r"), 0o644)
+	none := newTestServer(t, nil)
+	res, err := none.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"to": "Bob", "file": f}})
+	if err != nil || !strings.HasPrefix(errorText(res), "bad_input: file: ") || len(res.InputRequests) != 0 {
+		t.Fatalf("a client without roots: %v %+v; want a bad_input tool result", err, res)
+	}
+	with := newTestServer(t, nil, rootDir)
+	if res, out := with.call(t, "status", map[string]any{"to": "Bob", "file": f}); res.IsError || out["status"] != "free" {
+		t.Fatalf("a client with the file's folder as a root: %q %v; want free", errorText(res), out)
 	}
 }
 
 // TestDeliverWithoutDesktop: in a build without cgo there is no Deliverer; deliver says
 // so and nothing is claimed, the other tools work.
 func TestDeliverWithoutDesktop(t *testing.T) {
-	ts := newTestServer(t, nil)
-	f := filepath.Join(ts.work, "r.txt")
+	dir := t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.AllowDirs = []string{dir} })
+	f := filepath.Join(dir, "r.txt")
 	os.WriteFile(f, []byte("x"), 0o644)
 	res, _ := ts.call(t, "deliver", map[string]any{"to": "Bob", "file": f})
 	if !strings.Contains(errorText(res), "needs the desktop build") {
@@ -198,6 +266,8 @@ func TestPathsAreChecked(t *testing.T) {
 		{allowed, "is a folder"},
 		{"in.txt", "absolute path"},
 		{filepath.Join(allowed, "missing.txt"), "cannot read"},
+		{filepath.Join(other, "missing.txt"), "outside the client's roots and the allowed folders"},
+		{allowed + "/../" + filepath.Base(other) + "/out.txt", "outside the client's roots and the allowed folders"},
 	} {
 		got, ask, err := ts.srv.checkPath(nil, c.path)
 		switch {
