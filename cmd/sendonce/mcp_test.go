@@ -108,10 +108,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestMCPOverHTTP: 'sendonce mcp --http' on loopback requires the bearer token and
-// refuses a request whose Host is not the listener's; a client with the token works.
-func TestMCPOverHTTP(t *testing.T) {
-	f := newMCPFixture(t, "verified-text-file")
+// mcpHTTP is a 'sendonce mcp --http' process on a loopback port: its URL, address and
+// bearer token.
+type mcpHTTP struct{ url, addr, token string }
+
+// startMCPHTTP starts 'sendonce mcp --http' with args (and its token file) and env, and
+// waits until it serves.
+func startMCPHTTP(t *testing.T, args, env []string) mcpHTTP {
+	t.Helper()
 	token := strings.Repeat("s3cr3t-", 6)
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
@@ -121,8 +125,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(self(t), f.args("--http", addr, "--token-file", tokenFile)...)
-	cmd.Env = append(os.Environ(), "SENDONCE_AS_CLI=1")
+	cmd := exec.Command(self(t), append(args, "--http", addr, "--token-file", tokenFile)...)
+	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), env...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -142,7 +146,15 @@ func TestMCPOverHTTP(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("sendonce mcp --http did not start")
 	}
-	url := "http://" + addr + "/"
+	return mcpHTTP{url: "http://" + addr + "/", addr: addr, token: token}
+}
+
+// TestMCPOverHTTP: 'sendonce mcp --http' on loopback requires the bearer token and
+// refuses a request whose Host is not the listener's; a client with the token works.
+func TestMCPOverHTTP(t *testing.T) {
+	f := newMCPFixture(t, "verified-text-file")
+	m := startMCPHTTP(t, f.args(), nil)
+	url, addr, token := m.url, m.addr, m.token
 	post := func(token, host string) int {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
