@@ -102,7 +102,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 		}
 	}
 	if *httpAddr == "" {
-		err := srv.New().Run(ctx, &mcp.StdioTransport{})
+		err := srv.New().Run(ctx, mcpserver.SilenceCancelled(&mcp.StdioTransport{}))
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
@@ -148,7 +148,7 @@ func (env *environment) mcpForService(ctx context.Context, addr, tokenFile strin
 	}
 	srv := &mcpserver.Server{Remote: remote, AllowDirs: allow, Version: sendonce.Version}
 	if httpAddr == "" {
-		err := srv.New().Run(ctx, &mcp.StdioTransport{})
+		err := srv.New().Run(ctx, mcpserver.SilenceCancelled(&mcp.StdioTransport{}))
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
@@ -204,7 +204,7 @@ func serveHTTP(ctx context.Context, env *environment, srv *mcp.Server, addr, tok
 	if err != nil {
 		return usagef("mcp: listening on %s: %v", addr, err)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcpserver.SilenceCancelledHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	port := ln.Addr().(*net.TCPAddr).Port
 	hosts := map[string]bool{fmt.Sprintf("127.0.0.1:%d", port): true, fmt.Sprintf("localhost:%d", port): true, fmt.Sprintf("[::1]:%d", port): true}
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

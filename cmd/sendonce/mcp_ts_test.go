@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,3 +125,57 @@ func TestTypeScriptClientContract(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestLiveTypeScriptClientCancels: an agent on the TypeScript SDK cancels its delivery
+// (the SDK sends notifications/cancelled) as the first steps run, over stdio and over
+// streamable HTTP. Nothing more reaches the client for that call: no progress and no
+// response (the SDK would report either as a message for an unknown request). The
+// delivery stops before any boundary: not_sent, with the cancellation as the recorded
+// cause, and the server holds no copy.
+func TestLiveTypeScriptClientCancels(t *testing.T) {
+	for _, transport := range []string{"stdio", "streamable HTTP"} {
+		t.Run(transport, func(t *testing.T) {
+			l := newLive(t)
+			file, sum := l.file("ts-cancel.txt")
+			args := []string{"mcp", "--store", l.store, "--display", l.bed.display(t), "--staging", l.bed.staging(t), "--allow-dir", l.dir}
+			srv := tsServer{command: append([]string{self(t)}, args...), env: liveEnv}
+			if transport != "stdio" {
+				srv = tsServer{http: ptrTo(startMCPHTTP(t, args, liveEnv))}
+			}
+			before := uploads(t, l.uploadDir())
+			out := runTSClient(t, srv, "cancel", map[string]any{"file": file, "dest_id": "xmpp:bob@localhost", "abortOn": "open start chat", "waitMs": 4000})
+			if out["aborted"] != true {
+				t.Fatalf("the client never saw the step it cancels at: %v", out)
+			}
+			if _, _, pe := toolAnswer(t, out, "answer"); pe == nil || !strings.Contains(fmt.Sprint(pe["message"]), "the agent gave up") {
+				t.Errorf("the cancelled call answered %v; want the client's own abort", out["answer"])
+			}
+			if after, _ := out["progressAfter"].([]any); len(after) != 0 {
+				t.Errorf("progress after the cancel: %v", after)
+			}
+			if errs, _ := out["clientErrors"].([]any); len(errs) != 0 {
+				t.Errorf("the client received messages for the cancelled call: %v", errs)
+			}
+			_, show, _ := toolAnswer(t, out, "show")
+			var st map[string]any
+			json.Unmarshal([]byte(show), &st)
+			if st["status"] != "not_sent" {
+				t.Errorf("after the cancel: %s; want not_sent", show)
+			}
+			// The bundle records why the step stopped: the cancellation.
+			for _, a := range attemptsOf(t, st) {
+				steps, err := os.ReadFile(filepath.Join(fmt.Sprint(a["evidence"]), "steps.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(steps), "context canceled") || strings.Contains(string(steps), "keyboard focus") {
+					t.Errorf("the evidence of the cancelled attempt does not name the cancellation as its cause:\n%s", steps)
+				}
+			}
+			time.Sleep(time.Second)
+			if n := countSHA(newUploads(before, uploads(t, l.uploadDir())), sum); n != 0 {
+				t.Errorf("the server holds %d copies of the cancelled file", n)
+			}
+		})
+	}
+}
