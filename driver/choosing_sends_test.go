@@ -68,10 +68,7 @@ func TestChoosingSendsCrossesBothFirst(t *testing.T) {
 // app that took it, a dialog of someone else's), the crossing key is never pressed and
 // nothing is crossed: the delivery stops before the boundary, naming where the focus is.
 func TestKeysGoOnlyToTheFocusedWindow(t *testing.T) {
-	desk := &sendsOnChoose{windowsOnly: windowsOnly{focus: 2, ws: []Window{
-		{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
-		{ID: 2, Process: "other", Title: "Another app", Viewable: true, Bounds: image.Rect(100, 100, 500, 400)},
-	}}}
+	desk := focusElsewhere()
 	r, crossed := chooseAndSend(t, desk)
 	_, err := r.Deliver(context.Background())
 	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), `the keyboard focus is in "Another app"`) {
@@ -88,10 +85,7 @@ func TestKeysGoOnlyToTheFocusedWindow(t *testing.T) {
 // TestCancelIsTheRecordedCause: a delivery cancelled while a step waits for the keyboard
 // focus stops naming the cancellation, not the focus it was waiting for.
 func TestCancelIsTheRecordedCause(t *testing.T) {
-	desk := &sendsOnChoose{windowsOnly: windowsOnly{focus: 2, ws: []Window{
-		{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
-		{ID: 2, Process: "other", Title: "Another app", Viewable: true, Bounds: image.Rect(100, 100, 500, 400)},
-	}}}
+	desk := focusElsewhere()
 	r, crossed := chooseAndSend(t, desk)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel) // within the 2 s wait for the focus
@@ -102,6 +96,15 @@ func TestCancelIsTheRecordedCause(t *testing.T) {
 	if desk.keys != 0 || len(crossed()) != 0 {
 		t.Fatalf("%d key presses, crossings %v; want none", desk.keys, crossed())
 	}
+}
+
+// focusElsewhere is the app's window X and another app's window, which has the keyboard
+// focus.
+func focusElsewhere() *sendsOnChoose {
+	return &sendsOnChoose{windowsOnly: windowsOnly{focus: 2, ws: []Window{
+		{ID: 1, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
+		{ID: 2, Process: "other", Title: "Another app", Viewable: true, Bounds: image.Rect(100, 100, 500, 400)},
+	}}}
 }
 
 // chooseAndSend is a runner for a one-step profile whose key chooses the file and sends

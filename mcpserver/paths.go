@@ -61,6 +61,16 @@ func (s *Server) checkPath(req *mcp.CallToolRequest, p string) (string, *mcp.Cal
 	return real, nil, nil
 }
 
+// pathOrAnswer is checkPath for a tool handler: the path, or the result to answer
+// with instead (the request for the client's roots, or a bad_input tool error).
+func (s *Server) pathOrAnswer(req *mcp.CallToolRequest, p string) (string, *mcp.CallToolResult) {
+	path, ask, err := s.checkPath(req, p)
+	if err != nil {
+		return "", toolError(err)
+	}
+	return path, ask
+}
+
 // declaresRoots says whether the client said, when it connected, that it has roots to
 // give (the roots capability). Asking one that did not is a protocol error for it.
 func declaresRoots(req *mcp.CallToolRequest) bool {

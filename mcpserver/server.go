@@ -146,12 +146,9 @@ func (s *Server) statusCall(ctx context.Context, req *mcp.CallToolRequest, in St
 	ask func(context.Context, sendonce.StatusRequest) (sendonce.StatusResult, error)) (*mcp.CallToolResult, sendonce.StatusResult, error) {
 	r := sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}}
 	if in.File != "" {
-		path, roots, err := s.checkPath(req, in.File)
-		switch {
-		case roots != nil:
-			return roots, sendonce.StatusResult{}, nil
-		case err != nil:
-			return toolError(err), sendonce.StatusResult{}, nil
+		path, answer := s.pathOrAnswer(req, in.File)
+		if answer != nil {
+			return answer, sendonce.StatusResult{}, nil
 		}
 		r.Content = sendonce.Content{Path: path}
 	}
@@ -246,12 +243,9 @@ func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in Deliv
 	if s.deliverFunc() == nil {
 		return toolError(fmt.Errorf("%w: this sendonce was built without the desktop (cgo): deliver needs the desktop build; status, show, reconcile and verify_evidence work", sendonce.ErrInvalid)), DeliverOutput{}, nil
 	}
-	path, ask, err := s.checkPath(req, in.File)
-	switch {
-	case ask != nil:
-		return ask, DeliverOutput{}, nil // the call comes back with the client's roots
-	case err != nil:
-		return toolError(err), DeliverOutput{}, nil
+	path, answer := s.pathOrAnswer(req, in.File)
+	if answer != nil {
+		return answer, DeliverOutput{}, nil // bad input, or the call comes back with the client's roots
 	}
 	if in.To == "" {
 		return toolError(fmt.Errorf("%w: to (the conversation's visible title) is required", sendonce.ErrInvalid)), DeliverOutput{}, nil
