@@ -1,0 +1,348 @@
+// Package atspi reads what a desktop app publishes about its own widgets on the AT-SPI
+// accessibility bus: each node's role, exact name and text, states and screen extents.
+// GTK (with Debian's libatk-adaptor), Qt (QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1) and
+// Chromium-based apps publish such a tree; it is the app's own words, where OCR of its
+// pixels is a guess.
+//
+// It speaks D-Bus (github.com/godbus/dbus/v5), with no C and no Python. Every call takes
+// a context and a bound of its own, so an app that stops answering costs a timeout,
+// never a hang.
+package atspi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// The AT-SPI D-Bus names this package uses (at-spi2-core's xml/ interfaces).
+const (
+	ifaceAccessible  = "org.a11y.atspi.Accessible"
+	ifaceComponent   = "org.a11y.atspi.Component"
+	ifaceText        = "org.a11y.atspi.Text"
+	ifaceApplication = "org.a11y.atspi.Application"
+	registryName     = "org.a11y.atspi.Registry"
+	rootPath         = "/org/a11y/atspi/accessible/root"
+	nullPath         = "/org/a11y/atspi/null"
+	coordsScreen     = 0 // ATSPI_COORD_TYPE_SCREEN
+)
+
+// ErrUnavailable: no accessibility bus, or the app publishes no tree on it. What to
+// install or set is in the error's text.
+var ErrUnavailable = errors.New("accessibility tree unavailable")
+
+// Ref names one accessible object: the bus name of the app that serves it, and its path.
+type Ref struct {
+	Bus  string `json:"bus"`
+	Path string `json:"path"`
+}
+
+func (r Ref) null() bool { return r.Path == "" || r.Path == nullPath }
+
+// Box is a node's extents in screen pixels.
+type Box struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+	W int `json:"w"`
+	H int `json:"h"`
+}
+
+// Node is one accessible object as a snapshot read it.
+type Node struct {
+	Ref      Ref      `json:"-"`
+	Role     string   `json:"role"`
+	Name     string   `json:"name,omitempty"`
+	Text     string   `json:"text,omitempty"` // the Text interface's content, where it has one
+	States   []string `json:"states,omitempty"`
+	Extents  *Box     `json:"extents,omitempty"`
+	Children []*Node  `json:"children,omitempty"`
+}
+
+// Has says whether the node is in state s ("showing", "sensitive", "focused", ...).
+func (n *Node) Has(s string) bool {
+	for _, st := range n.States {
+		if st == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Walk calls fn for n and every node below it, depth first, with each node's depth.
+func (n *Node) Walk(fn func(node *Node, depth int) bool) { n.walk(fn, 0) }
+
+func (n *Node) walk(fn func(*Node, int) bool, depth int) bool {
+	if !fn(n, depth) {
+		return false
+	}
+	for _, c := range n.Children {
+		if !c.walk(fn, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// App is an application registered on the accessibility bus.
+type App struct {
+	Ref     Ref    `json:"-"`
+	Name    string `json:"name"`
+	PID     uint32 `json:"pid"`
+	Toolkit string `json:"toolkit,omitempty"`
+}
+
+// Bus is a connection to one accessibility bus.
+type Bus struct {
+	conn *dbus.Conn
+	// CallTimeout bounds each D-Bus call (default 2 s), within the caller's ctx.
+	CallTimeout time.Duration
+}
+
+// AddressOf asks a session bus for the address of its accessibility bus
+// (org.a11y.Bus.GetAddress), starting the bus launcher if the session activates it.
+func AddressOf(ctx context.Context, sessionAddress string) (string, error) {
+	conn, err := dial(ctx, sessionAddress)
+	if err != nil {
+		return "", fmt.Errorf("%w: the session bus %s: %v", ErrUnavailable, sessionAddress, err)
+	}
+	defer conn.Close()
+	var addr string
+	err = conn.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr)
+	if err != nil {
+		return "", fmt.Errorf("%w: asking the session bus for its accessibility bus (is at-spi2-core installed?): %v", ErrUnavailable, err)
+	}
+	return addr, nil
+}
+
+// Open connects to the accessibility bus at address.
+func Open(ctx context.Context, address string) (*Bus, error) {
+	conn, err := dial(ctx, address)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the accessibility bus %s: %v", ErrUnavailable, address, err)
+	}
+	return &Bus{conn: conn}, nil
+}
+
+func dial(ctx context.Context, address string) (*dbus.Conn, error) {
+	conn, err := dbus.Dial(address, dbus.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Auth(nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := conn.Hello(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Close closes the connection.
+func (b *Bus) Close() error { return b.conn.Close() }
+
+func (b *Bus) call(ctx context.Context, r Ref, method string, args ...any) *dbus.Call {
+	timeout := b.CallTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return b.conn.Object(r.Bus, dbus.ObjectPath(r.Path)).CallWithContext(ctx, method, 0, args...)
+}
+
+func (b *Bus) property(ctx context.Context, r Ref, iface, name string, v any) error {
+	var variant dbus.Variant
+	if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Get", iface, name).Store(&variant); err != nil {
+		return err
+	}
+	return variant.Store(v)
+}
+
+// Applications lists the applications registered on the bus.
+func (b *Bus) Applications(ctx context.Context) ([]App, error) {
+	kids, err := b.children(ctx, Ref{Bus: registryName, Path: rootPath})
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing the registry's applications: %v", ErrUnavailable, err)
+	}
+	var apps []App
+	for _, k := range kids {
+		a := App{Ref: k}
+		b.property(ctx, k, ifaceAccessible, "Name", &a.Name)
+		b.property(ctx, k, ifaceApplication, "ToolkitName", &a.Toolkit)
+		b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, k.Bus).Store(&a.PID)
+		apps = append(apps, a)
+	}
+	return apps, nil
+}
+
+// Application is the application whose process id is pid.
+func (b *Bus) Application(ctx context.Context, pid uint32) (App, error) {
+	apps, err := b.Applications(ctx)
+	if err != nil {
+		return App{}, err
+	}
+	var seen []string
+	for _, a := range apps {
+		if a.PID == pid {
+			return a, nil
+		}
+		seen = append(seen, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
+	}
+	return App{}, fmt.Errorf("%w: process %d publishes no accessibility tree on this bus (registered: %s); a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
+		ErrUnavailable, pid, strings.Join(seen, ", "))
+}
+
+func (b *Bus) children(ctx context.Context, r Ref) ([]Ref, error) {
+	var kids []struct {
+		Bus  string
+		Path dbus.ObjectPath
+	}
+	if err := b.call(ctx, r, ifaceAccessible+".GetChildren").Store(&kids); err != nil {
+		return nil, err
+	}
+	out := make([]Ref, 0, len(kids))
+	for _, k := range kids {
+		if ref := (Ref{Bus: k.Bus, Path: string(k.Path)}); !ref.null() {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
+// Limits bound a snapshot.
+type Limits struct {
+	Nodes int           // at most this many nodes (default 2000)
+	Depth int           // at most this deep below the root (default 40)
+	Time  time.Duration // at most this long (default 3 s)
+	// ShowingOnly leaves out what is not on screen (and what lies below it).
+	ShowingOnly bool
+}
+
+func (l Limits) orDefaults() Limits {
+	if l.Nodes <= 0 {
+		l.Nodes = 2000
+	}
+	if l.Depth <= 0 {
+		l.Depth = 40
+	}
+	if l.Time <= 0 {
+		l.Time = 3 * time.Second
+	}
+	return l
+}
+
+// ErrTooBig: the subtree is larger than the snapshot's limits allow.
+var ErrTooBig = errors.New("accessibility subtree over the snapshot's limits")
+
+// Snapshot reads the subtree under root, within limits: a tree that does not fit is an
+// error, never a silently cut one.
+func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, error) {
+	l := limits.orDefaults()
+	ctx, cancel := context.WithTimeout(ctx, l.Time)
+	defer cancel()
+	count := 0
+	var read func(r Ref, depth int) (*Node, error)
+	read = func(r Ref, depth int) (*Node, error) {
+		if count++; count > l.Nodes {
+			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooBig, l.Nodes)
+		}
+		n, err := b.node(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if l.ShowingOnly && depth > 0 && !n.Has("showing") {
+			return nil, nil
+		}
+		kids, err := b.children(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("the children of %s %q: %w", n.Role, n.Name, err)
+		}
+		if len(kids) > 0 && depth+1 > l.Depth {
+			return nil, fmt.Errorf("%w: deeper than %d", ErrTooBig, l.Depth)
+		}
+		for _, k := range kids {
+			c, err := read(k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				n.Children = append(n.Children, c)
+			}
+		}
+		return n, nil
+	}
+	n, err := read(root, 0)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, ctx.Err())
+	}
+	return n, err
+}
+
+// node reads one object: role, name, states, and where it has them, extents and text.
+func (b *Bus) node(ctx context.Context, r Ref) (*Node, error) {
+	n := &Node{Ref: r}
+	if err := b.call(ctx, r, ifaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
+		return nil, fmt.Errorf("the role of %s: %w", r.Path, err)
+	}
+	if err := b.property(ctx, r, ifaceAccessible, "Name", &n.Name); err != nil {
+		return nil, fmt.Errorf("the name of %s: %w", r.Path, err)
+	}
+	var bits []uint32
+	if err := b.call(ctx, r, ifaceAccessible+".GetState").Store(&bits); err != nil {
+		return nil, fmt.Errorf("the states of %s: %w", r.Path, err)
+	}
+	n.States = stateNames(bits)
+	var ifaces []string
+	if err := b.call(ctx, r, ifaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
+		return nil, fmt.Errorf("the interfaces of %s: %w", r.Path, err)
+	}
+	for _, i := range ifaces {
+		switch i {
+		case ifaceComponent:
+			var box struct{ X, Y, W, H int32 }
+			if err := b.call(ctx, r, ifaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {
+				return nil, fmt.Errorf("the extents of %s: %w", r.Path, err)
+			}
+			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
+		case ifaceText:
+			if err := b.call(ctx, r, ifaceText+".GetText", int32(0), int32(-1)).Store(&n.Text); err != nil {
+				return nil, fmt.Errorf("the text of %s: %w", r.Path, err)
+			}
+		}
+	}
+	return n, nil
+}
+
+// stateNames turns AT-SPI's state set (bit i of word i/32) into names, sorted.
+func stateNames(bits []uint32) []string {
+	var out []string
+	for w, word := range bits {
+		for i := 0; i < 32; i++ {
+			if word&(1<<i) == 0 {
+				continue
+			}
+			if s := w*32 + i; s < len(states) {
+				out = append(out, states[s])
+			} else {
+				out = append(out, fmt.Sprintf("state-%d", s))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// states are AT-SPI's state names by number (AtspiStateType).
+var states = []string{"invalid", "active", "armed", "busy", "checked", "collapsed", "defunct", "editable",
+	"enabled", "expandable", "expanded", "focusable", "focused", "has-tooltip", "horizontal", "iconified",
+	"modal", "multi-line", "multiselectable", "opaque", "pressed", "resizable", "selectable", "selected",
+	"sensitive", "showing", "single-line", "stale", "transient", "vertical", "visible", "manages-descendants",
+	"indeterminate", "required", "truncated", "animated", "invalid-entry", "supports-autocompletion",
+	"selectable-text", "is-default", "visited", "checkable", "has-popup", "read-only"}
