@@ -125,8 +125,8 @@ func (t Timings) validate(app string) error {
 	return nil
 }
 
-// matchesProcess says whether a window's process is the app's.
-func (p *Profile) matchesProcess(name string) bool {
+// MatchesProcess says whether a process name (ProcessName) is the app's.
+func (p *Profile) MatchesProcess(name string) bool {
 	if name == p.Process || slices.Contains(p.Processes, name) {
 		return true
 	}

@@ -251,7 +251,7 @@ func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 	}
 	var found []Window
 	for _, w := range ws {
-		if w.Viewable && p.matchesProcess(w.Process) && p.matchesTitle(w.Title) {
+		if w.Viewable && p.MatchesProcess(w.Process) && p.matchesTitle(w.Title) {
 			found = append(found, w)
 		}
 	}
@@ -281,7 +281,7 @@ func (r *Runner) enterConversation(ctx context.Context) error {
 		}
 		var found []Window
 		for _, w := range ws {
-			if w.Viewable && r.Profile.matchesProcess(w.Process) && w.Title == want {
+			if w.Viewable && r.Profile.MatchesProcess(w.Process) && w.Title == want {
 				found = append(found, w)
 			}
 		}
@@ -874,7 +874,7 @@ func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool,
 		return Window{}, false, err
 	}
 	for _, w := range ws {
-		if w.Viewable && r.Profile.matchesProcess(w.Process) && strings.HasPrefix(w.Title, prefix) {
+		if w.Viewable && r.Profile.MatchesProcess(w.Process) && strings.HasPrefix(w.Title, prefix) {
 			return w, true, nil
 		}
 	}

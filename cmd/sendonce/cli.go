@@ -124,6 +124,7 @@ func commands() []command {
 		{"evidence export", "write a bundle as a .tar.gz archive", cmdEvidenceExport},
 		{"classify", "decide an attempt's outcome from its transcript", cmdClassify},
 		{"reconcile", "settle unknown attempts by asking the provider, never by sending again", cmdReconcile},
+		{"inspect", "print an app's accessibility tree: each node's role, name, text, states and extents", cmdInspect},
 		{"profile check", "validate a profile file and say how it crosses the boundaries and proves a delivery", cmdProfileCheck},
 		{"profile list", "the profiles in the profiles folder and built in, and which one each name uses", cmdProfileList},
 		{"store copy", "move workstations' SQLite histories into the shared store, and retire them", cmdStoreCopy},

@@ -5,13 +5,18 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/jezek/xgb"
 )
 
 func main() {
 	reexecForOCR(os.Args)
+	// xgb logs to stderr when there is no ~/.Xauthority; its errors still return.
+	xgb.Logger.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], processEnvironment())
 	stop()

@@ -3,9 +3,6 @@ package x11
 import (
 	"fmt"
 	"image"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
@@ -55,7 +52,7 @@ func describe(c *xgb.Conn, id xproto.Window) (driver.Window, bool) {
 	}
 	if pid, err := property(c, id, "_NET_WM_PID"); err == nil && len(pid) >= 4 {
 		w.PID = int(xgb.Get32(pid))
-		w.Process = processName(w.PID)
+		w.Process = driver.ProcessName(w.PID)
 	}
 	attrs, err := xproto.GetWindowAttributes(c, id).Reply()
 	if err != nil {
@@ -145,32 +142,6 @@ func property(c *xgb.Conn, w xproto.Window, name string) ([]byte, error) {
 		return nil, err
 	}
 	return r.Value, nil
-}
-
-// processName is the command name of a PID: the script name for interpreters
-// ("gajim" for "python3 /usr/bin/gajim").
-func processName(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return ""
-	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	name := args[0]
-	if base := lastPart(name); strings.HasPrefix(base, "python") && len(args) > 1 {
-		for _, a := range args[1:] {
-			if !strings.HasPrefix(a, "-") {
-				return lastPart(a)
-			}
-		}
-	}
-	return lastPart(name)
-}
-
-func lastPart(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }
 
 // activate asks the window manager to raise and focus w (EWMH _NET_ACTIVE_WINDOW).

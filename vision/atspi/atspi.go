@@ -22,12 +22,12 @@ import (
 
 // The AT-SPI D-Bus names this package uses (at-spi2-core's xml/ interfaces).
 const (
-	ifaceAccessible  = "org.a11y.atspi.Accessible"
-	ifaceComponent   = "org.a11y.atspi.Component"
-	ifaceText        = "org.a11y.atspi.Text"
-	ifaceApplication = "org.a11y.atspi.Application"
-	registryName     = "org.a11y.atspi.Registry"
-	rootPath         = "/org/a11y/atspi/accessible/root"
+	IfaceAccessible  = "org.a11y.atspi.Accessible"
+	IfaceComponent   = "org.a11y.atspi.Component"
+	IfaceText        = "org.a11y.atspi.Text"
+	IfaceApplication = "org.a11y.atspi.Application"
+	RegistryName     = "org.a11y.atspi.Registry"
+	RootPath         = "/org/a11y/atspi/accessible/root" // an app's root, and the registry's
 	nullPath         = "/org/a11y/atspi/null"
 	coordsScreen     = 0 // ATSPI_COORD_TYPE_SCREEN
 )
@@ -167,15 +167,15 @@ func (b *Bus) property(ctx context.Context, r Ref, iface, name string, v any) er
 
 // Applications lists the applications registered on the bus.
 func (b *Bus) Applications(ctx context.Context) ([]App, error) {
-	kids, err := b.children(ctx, Ref{Bus: registryName, Path: rootPath})
+	kids, err := b.children(ctx, Ref{Bus: RegistryName, Path: RootPath})
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing the registry's applications: %v", ErrUnavailable, err)
 	}
 	var apps []App
 	for _, k := range kids {
 		a := App{Ref: k}
-		b.property(ctx, k, ifaceAccessible, "Name", &a.Name)
-		b.property(ctx, k, ifaceApplication, "ToolkitName", &a.Toolkit)
+		b.property(ctx, k, IfaceAccessible, "Name", &a.Name)
+		b.property(ctx, k, IfaceApplication, "ToolkitName", &a.Toolkit)
 		b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, k.Bus).Store(&a.PID)
 		apps = append(apps, a)
 	}
@@ -204,7 +204,7 @@ func (b *Bus) children(ctx context.Context, r Ref) ([]Ref, error) {
 		Bus  string
 		Path dbus.ObjectPath
 	}
-	if err := b.call(ctx, r, ifaceAccessible+".GetChildren").Store(&kids); err != nil {
+	if err := b.call(ctx, r, IfaceAccessible+".GetChildren").Store(&kids); err != nil {
 		return nil, err
 	}
 	out := make([]Ref, 0, len(kids))
@@ -288,31 +288,31 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 // node reads one object: role, name, states, and where it has them, extents and text.
 func (b *Bus) node(ctx context.Context, r Ref) (*Node, error) {
 	n := &Node{Ref: r}
-	if err := b.call(ctx, r, ifaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
+	if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
 		return nil, fmt.Errorf("the role of %s: %w", r.Path, err)
 	}
-	if err := b.property(ctx, r, ifaceAccessible, "Name", &n.Name); err != nil {
+	if err := b.property(ctx, r, IfaceAccessible, "Name", &n.Name); err != nil {
 		return nil, fmt.Errorf("the name of %s: %w", r.Path, err)
 	}
 	var bits []uint32
-	if err := b.call(ctx, r, ifaceAccessible+".GetState").Store(&bits); err != nil {
+	if err := b.call(ctx, r, IfaceAccessible+".GetState").Store(&bits); err != nil {
 		return nil, fmt.Errorf("the states of %s: %w", r.Path, err)
 	}
 	n.States = stateNames(bits)
 	var ifaces []string
-	if err := b.call(ctx, r, ifaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
+	if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
 		return nil, fmt.Errorf("the interfaces of %s: %w", r.Path, err)
 	}
 	for _, i := range ifaces {
 		switch i {
-		case ifaceComponent:
+		case IfaceComponent:
 			var box struct{ X, Y, W, H int32 }
-			if err := b.call(ctx, r, ifaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {
+			if err := b.call(ctx, r, IfaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {
 				return nil, fmt.Errorf("the extents of %s: %w", r.Path, err)
 			}
 			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
-		case ifaceText:
-			if err := b.call(ctx, r, ifaceText+".GetText", int32(0), int32(-1)).Store(&n.Text); err != nil {
+		case IfaceText:
+			if err := b.call(ctx, r, IfaceText+".GetText", int32(0), int32(-1)).Store(&n.Text); err != nil {
 				return nil, fmt.Errorf("the text of %s: %w", r.Path, err)
 			}
 		}
@@ -337,6 +337,20 @@ func stateNames(bits []uint32) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// StateBits is the state set AT-SPI sends for these state names (the inverse of what a
+// snapshot reads); unknown names are left out.
+func StateBits(names []string) []uint32 {
+	bits := make([]uint32, (len(states)+31)/32)
+	for _, name := range names {
+		for i, s := range states {
+			if s == name {
+				bits[i/32] |= 1 << (i % 32)
+			}
+		}
+	}
+	return bits
 }
 
 // states are AT-SPI's state names by number (AtspiStateType).

@@ -1,9 +1,11 @@
-package atspi
+package atspi_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
+
+	. "github.com/sendonce/sendonce/vision/atspi"
 )
 
 // tree is a send page as GTK publishes it: a dialog with a label, the file's entry and
@@ -65,15 +67,5 @@ func TestOne(t *testing.T) {
 	}
 	if _, err := (Match{Role: "push button", Name: "Cancel"}).One(root); err == nil || !strings.Contains(err.Error(), "no push button named \"Cancel\"") {
 		t.Fatalf("no match: %v", err)
-	}
-}
-
-func TestStateNames(t *testing.T) {
-	// GTK's enabled, sensitive, showing button: bits 8, 24, 25, 30; word 1 bit 3 is
-	// truncated (35 - 32), and a state past the known ones keeps its number.
-	got := stateNames([]uint32{1<<8 | 1<<24 | 1<<25 | 1<<30, 1<<2 | 1<<31})
-	want := "enabled,sensitive,showing,state-63,truncated,visible"
-	if strings.Join(got, ",") != want {
-		t.Fatalf("states %v; want %s", got, want)
 	}
 }
