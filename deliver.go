@@ -254,7 +254,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	}
 	// Both leases are renewed while the delivery runs; a refused renewal (fenced,
 	// expired) stops it at once, and a paused process renews nothing.
-	runCtx, stopRenewing := context.WithCancel(ctx)
+	runCtx, stopRenewing := context.WithCancelCause(ctx)
 	renewed := store.KeepAlive(runCtx, lease/3, stopRenewing, func(ctx context.Context) error {
 		if _, err := c.store.Renew(ctx, permit, lease); err != nil {
 			return err
@@ -262,7 +262,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return c.store.RenewDisplay(ctx, display, lease)
 	})
 	res, err := runner.Deliver(runCtx)
-	stopRenewing()
+	stopRenewing(nil)
 	if rerr := <-renewed; rerr != nil {
 		c.warn("lease renewal refused: stopped", rerr, Event{DispatchID: dispatch})
 	}

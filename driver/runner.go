@@ -98,9 +98,9 @@ func (r *Runner) kill(name string) {
 func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 	err := r.deliver(ctx)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		// A step that failed because the caller cancelled names the cancellation as
-		// its cause, not what the step saw when it stopped waiting.
-		err = fmt.Errorf("cancelled (%w): %w", context.Cause(ctx), err)
+		// A step that failed because its ctx ended (the caller cancelled, the lease was
+		// lost) names that as its cause, not what the step saw when it stopped waiting.
+		err = fmt.Errorf("stopped (%w): %w", context.Cause(ctx), err)
 	}
 	if err != nil && !r.crossed && r.window.ID != 0 {
 		// not_sent needs proof: a last look, after every action, at the chat and the
@@ -635,7 +635,7 @@ func (r *Runner) focusOn(ctx context.Context, want Window) error {
 	deadline := r.now().Add(focusWait)
 	for {
 		if ctx.Err() != nil {
-			return fmt.Errorf("cancelled before the input: %w", context.Cause(ctx))
+			return fmt.Errorf("stopped before the input: %w", context.Cause(ctx))
 		}
 		target := want
 		if target.ID == 0 {

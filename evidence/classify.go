@@ -148,14 +148,19 @@ func checkVocabulary(r Record) error {
 //     a crossing, any input after it, input on a record that announces no step, a send
 //     page holding our file, a new item named like ours in the chat.
 //   - Inputs are judged by what they can do, whatever their step's class. Once the file
-//     may be attached (after a typed path or a paste, or once the gate was asked at the
-//     choose_file or send boundary), every input that could submit (CouldSubmit: a click,
-//     Return or any key not known to be harmless, typed text) is a possible crossing,
-//     and no later read of "nothing" makes it not_sent. A class counts only for a step
-//     whose inputs are recorded nowhere (a may_submit or submit step that began). So
-//     relabelling a step from submit to safe never moves an outcome toward not_sent or
-//     sent_verified. Harmless inputs before the file may be attached do not count: a
-//     wrong title, or a typed path read back wrong, still stops as not_sent.
+//     may be attached, every input that could submit (CouldSubmit: a click, Return or
+//     any key not known to be harmless, typed text) is a possible crossing, and no later
+//     read of "nothing" makes it not_sent. The file may be attached from the input after
+//     a typed path or a paste; after typed text once the picker may be open (the title
+//     was read, or the gate asked at open_picker); at once when the gate was asked at
+//     choose_file or send; and, in a transcript where the gate was never asked at the
+//     picker (the runner always asks it, right after the title), from the input after
+//     any that could submit once the title was read (a chooser driven by clicks alone).
+//     A class counts only for a step whose inputs are recorded nowhere (a may_submit or
+//     submit step that began): relabelling a step whose inputs are recorded from submit
+//     to safe never moves an outcome toward not_sent or sent_verified. Input before the
+//     file may be attached does not count: a wrong title, or a typed path read back
+//     wrong and dismissed with Escape, still stops as not_sent.
 //   - not_sent needs positive proof: a complete transcript, no side effect, and, when
 //     anything was done on screen, a final read of the chat and of the send page after
 //     the last action.
@@ -213,7 +218,9 @@ type judge struct {
 	sideEffect bool
 	crossedAt  int  // the first possible crossing (0: none)
 	attachedAt int  // the first record from which the file may be attached (0: not yet)
-	attachNext bool // a path was typed or the clipboard pasted: the next input may attach
+	attachNext bool // what was input may have attached the file: from the next input on
+	titleRead  bool // the conversation's title was read: the picker may be opened next
+	pickerGate bool // the gate was asked at a boundary: the runner wrote this transcript
 	sendAt     int  // the gate's first crossing of send
 	lastAct    int  // the last record that acted or may have: a step, or input
 	// baseline is how many items named like ours the first read of sent items showed;
@@ -316,8 +323,14 @@ func (j *judge) input(r Record, in Input) {
 	case j.attachedAt != 0 && CouldSubmit(in) != "":
 		j.crossing(r.Seq, "%s after the file may have been attached (record %d) could submit it, whatever its step's class", CouldSubmit(in), j.attachedAt)
 	}
-	if mayAttach(in) {
-		j.attachNext = true
+	pickerMayBeOpen := j.titleRead || j.pickerGate
+	switch {
+	case in.Kind == "type_path", pastes(in):
+		j.attachNext = true // a chooser, or the page, may take what was typed or pasted
+	case in.Kind == "type_text" && pickerMayBeOpen:
+		j.attachNext = true // a path may be typed as text too
+	case j.titleRead && !j.pickerGate && CouldSubmit(in) != "":
+		j.attachNext = true // no gate says where the picker is: a click may choose the file
 	}
 }
 
@@ -331,6 +344,9 @@ func (j *judge) stepBefore(r Record) bool {
 // neither "crossed" nor "refused", is a possible crossing.
 func (j *judge) gate(r Record) {
 	g := r.Gate
+	if g.Boundary != "" {
+		j.pickerGate = true
+	}
 	if (g.Boundary == string(gate.ChooseFile) || g.Boundary == string(gate.Send)) && j.attachedAt == 0 {
 		j.attachedAt = r.Seq
 	}
@@ -348,6 +364,8 @@ func (j *judge) gate(r Record) {
 func (j *judge) observe(r Record) {
 	o := r.Observed
 	switch o.What {
+	case "conversation_title":
+		j.titleRead = true
 	case "send_page_marks":
 		// Items the send page does not name: at the end, any one of them may be ours.
 		if o.Phase == "final" && o.Marks != nil && *o.Marks > 0 {

@@ -136,11 +136,16 @@ func seen(it ...Item) []Record {
 // final is the runner's last look after a stop: the chat and the send page.
 func final(chat ...Item) []Record { return []Record{items("final", chat...), page("final")} }
 
-// stopped is a stop before any crossing: the picker opened and was dismissed, then the
-// final reads.
+// stopped is a stop before any crossing, as the runner records it: the gate asked at
+// the picker, the picker opened and dismissed with Escape, then the final reads.
 func stopped(extra ...Record) []Record {
-	recs := []Record{items("before_send"), title("Bob"), step("open picker", Safe), result(3, ""), step("dismiss", Safe), result(5, "")}
+	recs := []Record{items("before_send"), title("Bob"), checked("open_picker"), step("open picker", Safe), result(4, ""),
+		withInputs(step("dismiss", Safe), KeyInput("Escape")), result(6, "")}
 	return append(recs, extra...)
+}
+
+func checked(b string) Record {
+	return Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: b, Token: 7, Decision: "ok"}}
 }
 
 func cat(parts ...[]Record) []Record {
@@ -271,7 +276,7 @@ func attackCorpus(sha string) []transcriptCase {
 		// A profile labelled its send click "safe": the labels never outrank the screen.
 		{label: "send_status_unknown", name: "send-click-labelled-safe", principle: monotone, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("press send", Safe), click), result(3, "")}, final(report))...)},
 		// A class on a record that is not a step still says what it may have done.
-		{label: "send_status_unknown", name: "submit-class-on-a-result", principle: monotone, build: flow(true, cat(stopped(Record{Kind: KindResult, Step: 3, Class: Submit}), final())...)},
+		{label: "send_status_unknown", name: "submit-class-on-a-result", principle: monotone, build: flow(true, cat(stopped(Record{Kind: KindResult, Step: 4, Class: Submit}), final())...)},
 		// The new item was read in an observation labelled for another dispatch: proof
 		// for another attempt never confirms, but a side effect is a side effect.
 		{label: "send_status_unknown", name: "new-item-read-for-another-dispatch", principle: monotone, build: flow(true, cat(stopped(itemsFor("0000another", "final", report)), final())...)},
@@ -359,6 +364,20 @@ func attackCorpus(sha string) []transcriptCase {
 		{label: "send_status_unknown", name: "safe-click-after-the-gate-asked-at-send", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: "send", Token: 7, Decision: "ok"}}, step("look", Safe), withInputs(result(4, ""), click)}, final())...)},
 		// A gate record of a crossing with a decision the runner never writes for one.
 		{label: "send_status_unknown", name: "crossing-with-an-unexpected-decision", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), Record{Kind: KindGate, Gate: &GateUse{Action: "cross", Boundary: "send", Token: 7, Decision: "ok"}}}, final())...)},
+		// No gate record says where the picker is (a transcript the runner did not
+		// write): a click after the title may choose the file, and the clicks after it
+		// may send it, whatever their steps' classes.
+		{label: "send_status_unknown", name: "file-chosen-by-clicks-without-a-gate", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"),
+			step("open chooser", Safe), withInputs(result(3, ""), click), withInputs(step("choose file", MaySubmit)), withInputs(result(5, ""), ClickInput(300, 300), ClickInput(300, 300)),
+			withInputs(step("press send", Submit)), withInputs(result(7, ""), click)}, final())...)},
+		// A path typed as text, then ctrl+Return.
+		{label: "send_status_unknown", name: "path-typed-as-text", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), checked("open_picker"),
+			withInputs(step("type the path", Safe), TypedText("/tmp/report.txt")), result(4, ""), withInputs(step("send", Submit), KeyInput("ctrl+Return")), result(6, "")}, final())...)},
+		// Pastes spelled otherwise, or in a sequence.
+		{label: "send_status_unknown", name: "paste-spelled-control", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), checked("open_picker"),
+			withInputs(step("paste", Safe), KeyInput("Control+v"), enter), result(4, "")}, final())...)},
+		{label: "send_status_unknown", name: "paste-in-a-key-sequence", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), checked("open_picker"),
+			withInputs(step("paste", Safe), KeyInput("ctrl+a ctrl+v"), enter), result(4, "")}, final())...)},
 		// The typed path read back wrong (select all, End), then Escape: nothing that
 		// could submit was sent after the path, so this stop is still not_sent.
 		{label: "not_sent", name: "typed-path-read-back-wrong", principle: canDo, build: flow(true, cat([]Record{items("before_send"), title("Bob"), withInputs(step("type the path", Safe), TypedPath("/tmp/report.txt")), result(3, ""), withInputs(step("read the path back", Safe), KeyInput("ctrl+a"), KeyInput("End")), result(5, "the field holds another path"), withInputs(step("dismiss", Safe), KeyInput("Escape")), result(7, "")}, final())...)},

@@ -92,22 +92,31 @@ func generate(b []byte) generated {
 		g.add(c.read("before_send", older, false, 0))
 	}
 	g.add(title([]string{"Bob", "Bob", "Bob", "Bobby"}[c.pick(4)]))
+	// The runner asks the gate at each boundary (the picker too) and records each
+	// crossing after its step; a transcript written elsewhere may hold no gate record,
+	// and its classes may be anything.
+	gated := !c.chance(15)
 	if g.records[len(g.records)-1].Observed.Title != "Bob" || c.chance(25) {
-		// Stopped before any crossing: a dismiss, maybe, then the final reads.
+		// Stopped before any crossing: maybe the picker opened, then dismissed with
+		// Escape; then the final reads.
 		if c.chance(60) {
-			s := g.add(step("dismiss", Safe))
+			if gated {
+				g.add(checked("open_picker"))
+			}
+			s := g.add(step("open picker", Safe))
+			g.add(result(s, ""))
+			s = g.add(withInputs(step("dismiss", Safe), KeyInput("Escape")))
 			g.add(result(s, ""))
 		}
 		finals()
 		c.extras(&g)
 		return g
 	}
+	if gated {
+		g.add(checked("open_picker"))
+	}
 	s := g.add(step("open picker", Safe))
 	g.add(result(s, ""))
-	// The runner asks the gate before each crossing and records the crossing after the
-	// step; a transcript written elsewhere may hold no gate record, and its classes may
-	// be anything.
-	gated := !c.chance(15)
 	if gated {
 		g.add(checked("choose_file"))
 		g.add(crossed("choose_file"))
@@ -162,10 +171,6 @@ func (c *choices) chooseInputs() []Input {
 		return []Input{KeyInput("Return")}
 	}
 	return []Input{TypedPath("/tmp/report.txt"), KeyInput("ctrl+a"), KeyInput("End"), KeyInput("Return")}
-}
-
-func checked(b string) Record {
-	return Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: b, Token: 7, Decision: "ok"}}
 }
 
 // extras adds what may come at the end of any transcript: a provider lookup, a label.

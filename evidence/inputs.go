@@ -10,7 +10,7 @@ var harmlessKeys = set("escape", "esc", "tab", "shift+tab", "home", "end", "left
 	"ctrl+home", "ctrl+end", "backspace", "delete", "ctrl+a", "ctrl+l")
 
 // pasteKeys paste the clipboard, which may hold a file: what follows may send it.
-var pasteKeys = set("ctrl+v", "shift+insert", "ctrl+shift+v")
+var pasteKeys = set("ctrl+v", "shift+insert", "ctrl+shift+v", "xf86paste")
 
 // CouldSubmit says how an input could submit what a send page holds, or "" when it
 // cannot. It judges the input by what it is, whatever the class of the step that sent
@@ -35,10 +35,21 @@ func CouldSubmit(in Input) string {
 	return ""
 }
 
-// mayAttach says whether what follows an input may attach the file: a typed path (a
-// chooser may accept it) or a paste.
-func mayAttach(in Input) bool {
-	return in.Kind == "type_path" || in.Kind == "key" && pasteKeys[normalKeys(in.Keys)]
+// pastes says whether a key input pastes the clipboard (which may hold a file) in any
+// of its chords ("ctrl+a ctrl+v" pastes).
+func pastes(in Input) bool {
+	if in.Kind != "key" {
+		return false
+	}
+	for _, chord := range strings.Fields(in.Keys) {
+		if pasteKeys[normalKeys(chord)] {
+			return true
+		}
+	}
+	return false
 }
 
-func normalKeys(k string) string { return strings.ToLower(strings.ReplaceAll(k, " ", "")) }
+// normalKeys is a key or chord as the tables spell it: lower case, "control" as "ctrl".
+func normalKeys(k string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "control", "ctrl")
+}

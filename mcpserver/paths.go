@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"errors"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,27 +29,30 @@ func (s *Server) checkPath(req *mcp.CallToolRequest, p string) (string, *mcp.Cal
 	if p == "" || !filepath.IsAbs(p) {
 		return bad("%q must be an absolute path", p)
 	}
-	p = filepath.Clean(p)
+	name := filepath.Clean(p) // judged by name; p itself is resolved as the kernel would
 	allowed := folders(s.AllowDirs)
-	if !under(p, allowed) {
+	if !under(name, allowed) {
 		roots, asked := clientRoots(req)
 		if !asked && declaresRoots(req) {
 			return "", &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsRequest: &mcp.ListRootsParams{}}, RequestState: rootsRequest}, nil
 		}
 		allowed = append(allowed, folders(roots)...)
 	}
-	if !under(p, allowed) {
+	if !under(name, allowed) {
 		if len(allowed) == 0 {
 			return bad("%s is outside every allowed folder: the client gave no roots and the server allows no folder (sendonce mcp --allow-dir DIR)", p)
 		}
 		return bad("%s is outside the client's roots and the allowed folders (%s)", p, strings.Join(allowed, ", "))
 	}
+	// Where it leads is not told: a link may point at what the folders keep out.
 	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return bad("cannot read %s: %v", p, err)
-	}
-	if !under(real, allowed) {
-		return bad("%s leads to %s, outside the client's roots and the allowed folders (%s)", p, real, strings.Join(allowed, ", "))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return bad("%s: no such file (or a link on the way leads nowhere)", p)
+	case err != nil:
+		return bad("cannot read %s", p)
+	case !under(real, allowed):
+		return bad("%s leads outside the client's roots and the allowed folders (%s)", p, strings.Join(allowed, ", "))
 	}
 	fi, err := os.Stat(real)
 	switch {
@@ -84,9 +89,10 @@ func declaresRoots(req *mcp.CallToolRequest) bool {
 const rootsRequest = "roots"
 
 // clientRoots is the client's answer to the roots request, when the call carries one:
-// the folders of its file: roots.
+// the folders of its file: roots. Only a client that declared roots, answering the
+// request (its state echoed), gives any: roots sent unasked count for nothing.
 func clientRoots(req *mcp.CallToolRequest) ([]string, bool) {
-	if req == nil || req.Params == nil || req.Params.InputResponses == nil {
+	if !declaresRoots(req) || req.Params == nil || req.Params.InputResponses == nil || req.Params.RequestState != rootsRequest {
 		return nil, false
 	}
 	r, ok := req.Params.InputResponses[rootsRequest].(*mcp.ListRootsResult)

@@ -23,6 +23,13 @@ type testServer struct {
 
 func newTestServer(t *testing.T, configure func(*Server), roots ...string) *testServer {
 	t.Helper()
+	return newTestServerFor(t, configure, nil, roots...)
+}
+
+// newTestServerFor is newTestServer with a client of these options (nil: the SDK's
+// defaults, which declare the roots capability).
+func newTestServerFor(t *testing.T, configure func(*Server), opts *mcp.ClientOptions, roots ...string) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	work := t.TempDir()
 	loc := filepath.Join(work, "sendonce.db")
@@ -42,7 +49,7 @@ func newTestServer(t *testing.T, configure func(*Server), roots ...string) *test
 	if _, err := s.New().Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts)
 	for _, r := range roots {
 		client.AddRoots(&mcp.Root{URI: "file://" + r})
 	}
@@ -200,10 +207,16 @@ func TestRootsAskedOnlyWhenDeclared(t *testing.T) {
 	rootDir := t.TempDir()
 	f := filepath.Join(rootDir, "r.txt")
 	os.WriteFile(f, []byte("r"), 0o644)
-	none := newTestServer(t, nil)
+	none := newTestServerFor(t, nil, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	res, err := none.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"to": "Bob", "file": f}})
 	if err != nil || !strings.HasPrefix(errorText(res), "bad_input: file: ") || len(res.InputRequests) != 0 {
 		t.Fatalf("a client without roots: %v %+v; want a bad_input tool result", err, res)
+	}
+	// Roots sent unasked, by a client that declared none, count for nothing.
+	res, err = none.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"to": "Bob", "file": f},
+		InputResponses: mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///"}}}}, RequestState: "roots"})
+	if err != nil || !strings.HasPrefix(errorText(res), "bad_input: file: ") {
+		t.Fatalf("a client without roots sending roots unasked: %v %q; want bad_input", err, errorText(res))
 	}
 	with := newTestServer(t, nil, rootDir)
 	if res, out := with.call(t, "status", map[string]any{"to": "Bob", "file": f}); res.IsError || out["status"] != "free" {
@@ -259,13 +272,17 @@ func TestPathsAreChecked(t *testing.T) {
 	os.WriteFile(in, []byte("in"), 0o644)
 	os.WriteFile(out, []byte("out"), 0o644)
 	os.Symlink(out, filepath.Join(allowed, "link.txt"))
+	os.Mkdir(filepath.Join(other, "sub"), 0o755)
+	os.Symlink(filepath.Join(other, "sub"), filepath.Join(allowed, "dirlink"))
 	for _, c := range []struct{ path, want string }{
 		{in, ""},
 		{out, "outside the client's roots and the allowed folders"},
 		{filepath.Join(allowed, "link.txt"), "outside the client's roots"},
 		{allowed, "is a folder"},
 		{"in.txt", "absolute path"},
-		{filepath.Join(allowed, "missing.txt"), "cannot read"},
+		{filepath.Join(allowed, "missing.txt"), "no such file"},
+		// Resolved as the kernel resolves it: the link first, then "..": outside.
+		{allowed + "/dirlink/../out.txt", "leads outside the client's roots"},
 		{filepath.Join(other, "missing.txt"), "outside the client's roots and the allowed folders"},
 		{allowed + "/../" + filepath.Base(other) + "/out.txt", "outside the client's roots and the allowed folders"},
 	} {

@@ -50,8 +50,8 @@ func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, 
 		return err
 	}
 	p := res.Permit
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	store.KeepAlive(ctx, lease/3, cancel, func(ctx context.Context) error {
 		_, err := s.Renew(ctx, p, lease)
 		return err

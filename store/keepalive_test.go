@@ -9,8 +9,8 @@ import (
 )
 
 func TestKeepAliveRenewsUntilRefused(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	var n atomic.Int32
 	refused := errors.New("fenced")
 	done := KeepAlive(ctx, 5*time.Millisecond, cancel, func(context.Context) error {
@@ -22,15 +22,15 @@ func TestKeepAliveRenewsUntilRefused(t *testing.T) {
 	if err := <-done; !errors.Is(err, refused) {
 		t.Fatalf("KeepAlive reported %v; want the refusal", err)
 	}
-	if ctx.Err() == nil || n.Load() != 3 {
-		t.Fatalf("after a refused renewal: context %v, %d renewals; want it cancelled after 3", ctx.Err(), n.Load())
+	if ctx.Err() == nil || n.Load() != 3 || !errors.Is(context.Cause(ctx), refused) {
+		t.Fatalf("after a refused renewal: context %v (cause %v), %d renewals; want it cancelled after 3, the refusal its cause", ctx.Err(), context.Cause(ctx), n.Load())
 	}
 }
 
 func TestKeepAliveStopsWithItsContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	done := KeepAlive(ctx, time.Millisecond, cancel, func(context.Context) error { return nil })
-	cancel()
+	cancel(nil)
 	if err := <-done; err != nil {
 		t.Fatalf("stopped by its context: %v; want no error", err)
 	}

@@ -1086,10 +1086,11 @@ func notes(evs []Event, latest *AttemptRecord) []string {
 }
 
 // KeepAlive calls renew every interval until ctx ends, in its own goroutine. When renew
-// fails (a fenced or expired permit) it calls stop, so the work it guards ends at once,
-// and reports the error on the returned channel, which is closed when it returns. A
-// paused process renews nothing: its lease expires and its token is fenced.
-func KeepAlive(ctx context.Context, interval time.Duration, stop context.CancelFunc, renew func(context.Context) error) <-chan error {
+// fails (a fenced or expired permit) it calls stop with that cause, so the work it
+// guards ends at once and can say why, and reports the error on the returned channel,
+// which is closed when it returns. A paused process renews nothing: its lease expires
+// and its token is fenced.
+func KeepAlive(ctx context.Context, interval time.Duration, stop context.CancelCauseFunc, renew func(context.Context) error) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		defer close(done)
@@ -1102,7 +1103,7 @@ func KeepAlive(ctx context.Context, interval time.Duration, stop context.CancelF
 			case <-t.C:
 			}
 			if err := renew(ctx); err != nil && ctx.Err() == nil {
-				stop()
+				stop(fmt.Errorf("the lease could not be renewed: %w", err))
 				done <- err
 				return
 			}

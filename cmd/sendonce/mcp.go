@@ -102,7 +102,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 		}
 	}
 	if *httpAddr == "" {
-		err := srv.New().Run(ctx, mcpserver.SilenceCancelled(&mcp.StdioTransport{}))
+		err := srv.New().Run(ctx, mcpserver.SilenceCancelledStdio(os.Stdin, os.Stdout))
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
@@ -148,7 +148,7 @@ func (env *environment) mcpForService(ctx context.Context, addr, tokenFile strin
 	}
 	srv := &mcpserver.Server{Remote: remote, AllowDirs: allow, Version: sendonce.Version}
 	if httpAddr == "" {
-		err := srv.New().Run(ctx, mcpserver.SilenceCancelled(&mcp.StdioTransport{}))
+		err := srv.New().Run(ctx, mcpserver.SilenceCancelledStdio(os.Stdin, os.Stdout))
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
