@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +27,7 @@ type cancels struct {
 	inFlight  map[any]any  // a call's id -> its progress token (nil: none)
 	cancelled map[any]bool // the ids of the calls the client cancelled
 	tokens    map[any]bool // their progress tokens
-	seen      time.Time    // when the client last sent something (for HTTP sessions)
+	seen      uint64       // the number of the POST that last came for it (HTTP sessions)
 }
 
 func newCancels() *cancels {
@@ -236,10 +235,11 @@ func (s *silencingWriter) Close() error { return nil }
 // SilenceCancelledHTTP decorates a streamable HTTP handler so that nothing is sent for
 // a call the client cancelled: it reads the messages each POST carries (per session),
 // and drops from the server's event streams the events for cancelled calls. A call's
-// record ends when its POST is answered; a session's, when it ends or after an hour
-// without a request.
+// record ends when its POST is answered; a session's, when it ends, or once staleAfter
+// POSTs came and none for it.
 func SilenceCancelledHTTP(next http.Handler) http.Handler {
 	var mu sync.Mutex
+	var posts uint64
 	sessions := map[string]*cancels{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
@@ -258,11 +258,13 @@ func SilenceCancelledHTTP(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		now := time.Now()
 		mu.Lock()
-		for sid, c := range sessions {
-			if now.Sub(c.seen) > time.Hour {
-				delete(sessions, sid)
+		posts++
+		if posts%staleAfter == 0 {
+			for sid, c := range sessions {
+				if posts-c.seen >= staleAfter {
+					delete(sessions, sid)
+				}
 			}
 		}
 		calls := sessions[id]
@@ -272,7 +274,7 @@ func SilenceCancelledHTTP(next http.Handler) http.Handler {
 				sessions[id] = calls
 			}
 		}
-		calls.seen = now
+		calls.seen = posts
 		mu.Unlock()
 		msgs, _ := decodeLine(body)
 		for _, msg := range msgs {
@@ -289,6 +291,10 @@ func SilenceCancelledHTTP(next http.Handler) http.Handler {
 		calls.mu.Unlock()
 	})
 }
+
+// staleAfter is how many POSTs may come, none of them a session's, before the session
+// is forgotten.
+const staleAfter = 10_000
 
 // maxSessions bounds the sessions remembered; past it, new sessions' cancellations are
 // still honoured within their own POSTs' lifetime, not remembered across them.
