@@ -29,6 +29,9 @@ type Deliverer struct {
 	OpenDesktop func(ctx context.Context, display string) (driver.Driver, func(), error)
 	// OCR reads the screen; a Deliverer uses it from one goroutine at a time.
 	OCR vision.OCR
+	// OpenTree, when set, gives the accessibility tree of the display's apps, for the
+	// profile steps that read it (OpenAccessibility); the returned func closes it.
+	OpenTree func(ctx context.Context, display string) (driver.Tree, func())
 	// AfterDurable, when set, is called right after each named moment of a delivery is
 	// durable or done: claim, picker_opened, file_chosen, send_pressed, looking,
 	// classified (the evidence judged, before recording), recorded. It is a test hook (the crash tests kill the process there).
@@ -229,7 +232,13 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	}()
 
 	guarded := driver.Guarded{Driver: drv, Guard: func(ctx context.Context) error { return c.store.CheckDisplay(ctx, display) }}
-	runner := &driver.Runner{
+	var tree driver.Tree
+	if d.OpenTree != nil {
+		var closeTree func()
+		tree, closeTree = d.OpenTree(ctx, req.Display)
+		defer closeTree()
+	}
+	runner := &driver.Runner{Tree: tree,
 		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
 		Profile: in.profile, Killpoint: d.after, Clock: c.clock,
 		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},

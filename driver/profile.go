@@ -284,6 +284,15 @@ type Step struct {
 	// If makes the step conditional: it runs only when this text shows (read once, no
 	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be.
 	If *Condition `json:"if,omitempty"`
+	// Node (wait_node, wait_node_gone) names a node of the app's accessibility tree: the
+	// app's own words, where OCR reads its pixels. wait_node waits until exactly one node
+	// that shows matches it, wait_node_gone until none does; sendonce inspect prints the
+	// tree. E.g. the chooser's Open button once it can be pressed:
+	//
+	//	{"name": "wait for Open", "do": "wait_node", "class": "safe", "timeout": "5s",
+	//	 "node": {"role": "push button", "name": "Open", "states": ["sensitive"],
+	//	          "under": {"role": "dialog", "name": "Choose File to Send…"}}}
+	Node *NodeMatch `json:"node,omitempty"`
 }
 
 // Condition is text that shows in a region (of the main window, or of the window
@@ -423,6 +432,9 @@ func couldSubmit(s Step) string {
 //	read_field        select all of the focused field's text in the dialog Window (ctrl+a)
 //	                  and read it back through the X selection: it must be Text exactly
 //	                  (the app's own characters, not a reading of pixels)
+//	wait_node         wait until exactly one node of the app's accessibility tree that
+//	                  shows matches Node (role, name or pattern, text, states, under)
+//	wait_node_gone    wait until no node that shows matches Node
 //
 // inputBefore says whether one of steps sends input.
 func inputBefore(steps []Step) bool {
@@ -438,7 +450,7 @@ func stepKind(do string) (input, ok bool) {
 	switch do {
 	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text", "read_field":
 		return true, true
-	case "wait_text", "wait_gone", "wait_window", "wait_window_gone":
+	case "wait_text", "wait_gone", "wait_window", "wait_window_gone", "wait_node", "wait_node_gone":
 		return false, true
 	}
 	return false, false
@@ -557,6 +569,9 @@ func (p *Profile) validate() error {
 			if err := s.Region.checkFrom(where); err != nil {
 				return err
 			}
+			if err := s.Node.check(where); err != nil {
+				return err
+			}
 			if searchesForClick(s) && p.chatShows(ph.name) && p.overlapsChat(s) {
 				return fmt.Errorf("%s: %s searches the chat region for %q while the conversation shows: a peer's message quoting that label could be clicked; narrow its region to the control (or, if the send page covers the chat, say send_page_covers_chat)", where, s.Do, s.Text)
 			}
@@ -582,6 +597,8 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: whole_line is for wait_text steps, without suffix or exact", where)
 			case s.Do == "read_field" && (s.Text == "" || s.Window == "" || s.Class != evidence.Safe):
 				return fmt.Errorf("%s: a read_field step is safe and names the text the field must hold and the dialog (window) it is in", where)
+			case (s.Do == "wait_node" || s.Do == "wait_node_gone") != (s.Node != nil):
+				return fmt.Errorf("%s: node is for wait_node and wait_node_gone steps, and they need one", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

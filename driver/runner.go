@@ -59,6 +59,9 @@ type Runner struct {
 	// confirm, and the outcome no longer rests on the screen. From that call on, other
 	// goroutines may append to Rec. May be nil.
 	Witness func() <-chan struct{}
+	// Tree reads the app's accessibility tree for the steps that address it (wait_node,
+	// wait_node_gone). May be nil: such a step then stops, before any boundary.
+	Tree Tree
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
@@ -737,6 +740,8 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		return r.readField(ctx, s, res)
 	case "wait_gone":
 		return r.waitGone(ctx, s, res)
+	case "wait_node", "wait_node_gone":
+		return r.waitNode(ctx, s, res)
 	case "wait_window", "wait_window_gone":
 		return r.waitWindow(ctx, s.Window, s.Do == "wait_window", r.timeout(s))
 	case "escape_window":

@@ -97,7 +97,7 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	desk := desktop{open: openLive}
+	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
 	if f.replay != "" {
 		desk = replayDesktop(&f)
 	}
@@ -111,6 +111,8 @@ type desktop struct {
 	// ocr wraps the OCR engine (a replay reads the recorded path as the one this run
 	// types); nil reads as the engine does.
 	ocr func(vision.OCR) vision.OCR
+	// tree gives the display's accessibility tree (nil in a replay: none was recorded).
+	tree func(context.Context, string) (driver.Tree, func())
 }
 
 func (d desktop) reader(ocr vision.OCR) vision.OCR {
@@ -197,7 +199,7 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, desk deskto
 		return sendonce.DeliveryResult{}, usagef("%v", err)
 	}
 	defer ocr.Close()
-	d := &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OCR: desk.reader(ocr), AfterDurable: env.killpoint}
+	d := &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), AfterDurable: env.killpoint}
 	res, err := d.Deliver(ctx, req)
 	if res.Outcome != "" {
 		env.print(res)
@@ -214,7 +216,7 @@ func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sen
 	if err := tesseract.LanguageAvailable("eng"); err != nil {
 		return nil, nil, usagef("mcp: %v", err)
 	}
-	desk := desktop{open: openLive}
+	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
 	if replayDir != "" {
 		desk = replayDesktop(&deliverFlags{replay: replayDir})
 	}
@@ -222,7 +224,7 @@ func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sen
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
-	return &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OCR: desk.reader(ocr), AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
+	return &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
 }
 
 // deliveryExit is the exit a delivery's result gives: its outcome's, or not_sent's for

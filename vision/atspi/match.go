@@ -19,6 +19,7 @@ type Match struct {
 	Pattern *regexp.Regexp `json:"-"`                 // the name matches it (instead of Name)
 	Text    string         `json:"text,omitempty"`    // exact text content after NFC; empty: any
 	Showing bool           `json:"showing,omitempty"` // only nodes in the showing state
+	States  []string       `json:"states,omitempty"`  // and in each of these states
 	Under   *Match         `json:"under,omitempty"`   // an ancestor that matches
 }
 
@@ -39,6 +40,11 @@ func (m Match) self(n *Node) bool {
 		return false
 	case m.Showing && !n.Has("showing"):
 		return false
+	}
+	for _, st := range m.States {
+		if !n.Has(st) {
+			return false
+		}
 	}
 	return true
 }
@@ -105,6 +111,9 @@ func (m Match) String() string {
 	}
 	if m.Showing {
 		parts = append(parts, "on screen")
+	}
+	if len(m.States) > 0 {
+		parts = append(parts, "["+strings.Join(m.States, " ")+"]")
 	}
 	if m.Under != nil {
 		parts = append(parts, "under "+m.Under.String())

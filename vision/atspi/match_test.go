@@ -44,6 +44,7 @@ func TestMatch(t *testing.T) {
 		{"Latin Bob is not Cyrillic Воb", Match{Role: "frame", Name: "Bob"}, []string{"frame/Bob"}},
 		{"Cyrillic Воb is not Latin Bob", Match{Role: "frame", Name: "Воb"}, []string{"frame/Воb"}},
 		{"showing only", Match{Role: "frame", Showing: true}, []string{"frame/Bob"}},
+		{"in a state", Match{Role: "push button", Name: "Open", States: []string{"sensitive"}}, []string{"push button/Open"}},
 		{"a text's content, in its own script", Match{Role: "text", Text: "/tmp/报告-第三季度.pdf"}, []string{"text/"}},
 		{"a pattern", Match{Role: "label", Pattern: regexp.MustCompile(`notes\.txt$`)}, []string{"label/Zoë 🚀 notes.txt"}},
 	} {

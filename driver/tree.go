@@ -1,0 +1,165 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision/atspi"
+)
+
+// Tree reads what an app publishes of its widgets on the accessibility bus: the app's
+// own words for what it shows (vision/atspi).
+type Tree interface {
+	// Snapshot reads what shows of the tree of the app whose process is pid.
+	Snapshot(ctx context.Context, pid int) (*atspi.Node, error)
+}
+
+// ErrNoTree: the profile reads the app's accessibility tree, and there is none to read.
+var ErrNoTree = errors.New("no accessibility tree")
+
+// NodeMatch names a node of the app's accessibility tree in a profile, as `sendonce
+// inspect` prints it: its role, its name (exact after NFC, or a pattern), the text it
+// holds (templates allowed: "{{file_path}}"), the states it must be in, and an ancestor
+// it must be under.
+//
+//	{"role": "push button", "name": "Open", "states": ["sensitive"],
+//	 "under": {"role": "dialog", "name": "Choose File to Send…"}}
+type NodeMatch struct {
+	Role    string     `json:"role"`
+	Name    string     `json:"name,omitempty"`
+	Pattern string     `json:"pattern,omitempty"`
+	Text    string     `json:"text,omitempty"`
+	States  []string   `json:"states,omitempty"`
+	Under   *NodeMatch `json:"under,omitempty"`
+}
+
+func (m *NodeMatch) check(where string) error {
+	switch {
+	case m == nil:
+		return nil
+	case m.Role == "":
+		return fmt.Errorf("%s: a node is named by its role at least (sendonce inspect prints each node's role and name)", where)
+	case m.Name != "" && m.Pattern != "":
+		return fmt.Errorf("%s: a node has a name or a pattern, not both", where)
+	}
+	if m.Pattern != "" {
+		if _, err := regexp.Compile(m.Pattern); err != nil {
+			return fmt.Errorf("%s: node pattern: %v", where, err)
+		}
+	}
+	return m.Under.check(where + " (under)")
+}
+
+// match is the atspi.Match the node names, templates expanded; only nodes that show.
+func (m *NodeMatch) match(v Vars) atspi.Match {
+	out := atspi.Match{Role: m.Role, Name: v.expand(m.Name), Text: v.expand(m.Text), States: m.States, Showing: true}
+	if m.Pattern != "" {
+		out.Pattern = regexp.MustCompile(m.Pattern) // checked when the profile was read
+	}
+	if m.Under != nil {
+		u := m.Under.match(v)
+		out.Under = &u
+	}
+	return out
+}
+
+// treePoll is how often a wait reads the tree again.
+const treePoll = 50 * time.Millisecond
+
+// waitNode waits (the step's timeout) until exactly one node that shows matches the
+// step's node (wait_node), or none does (wait_node_gone); the result records the node
+// read as its target.
+func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) error {
+	if r.Tree == nil || r.window.PID == 0 {
+		return fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (a replay, or a desktop opened without it); see sendonce inspect", ErrNoTree)
+	}
+	m := s.Node.match(r.Vars)
+	present := s.Do == "wait_node"
+	ctx, cancel := context.WithTimeout(ctx, r.timeout(s))
+	defer cancel()
+	var last []*atspi.Node
+	for {
+		tree, err := r.Tree.Snapshot(ctx, r.window.PID)
+		if err == nil {
+			last = m.Find(tree)
+			if present && len(last) == 1 || !present && len(last) == 0 {
+				res.Target = nodeTarget(tree, last)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("%w: reading it: %v", ErrNoTree, err)
+			}
+			res.Target = nodeTarget(tree, last)
+			if present && len(last) > 1 {
+				return fmt.Errorf("%d nodes show as %s: a read must name one (name its ancestor: under)", len(last), m)
+			}
+			if present {
+				return fmt.Errorf("no %s showed within %v", m, r.timeout(s))
+			}
+			return fmt.Errorf("%s still showed after %v", m, r.timeout(s))
+		case <-time.After(treePoll):
+		}
+	}
+}
+
+// nodeTarget records nodes read from the tree as a step's target: each as the app names
+// it (role, name, text, states) with its ancestors, and the first one's extents.
+func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
+	t := &evidence.Target{Method: "accessibility_tree"}
+	for i, n := range nodes {
+		line := describe(n)
+		if path := pathTo(root, n); len(path) > 0 {
+			line += " in " + strings.Join(path, " > ")
+		}
+		t.Words = append(t.Words, line)
+		if i == 0 && n.Extents != nil {
+			t.Box = &evidence.Box{X: n.Extents.X, Y: n.Extents.Y, W: n.Extents.W, H: n.Extents.H}
+		}
+	}
+	return t
+}
+
+func describe(n *atspi.Node) string {
+	s := n.Role
+	if n.Name != "" {
+		s += fmt.Sprintf(" %q", n.Name)
+	}
+	if n.Text != "" && n.Text != n.Name {
+		s += fmt.Sprintf(" text=%q", n.Text)
+	}
+	if len(n.States) > 0 {
+		s += " [" + strings.Join(n.States, " ") + "]"
+	}
+	return s
+}
+
+// pathTo is n's ancestors below root's application, outermost first.
+func pathTo(root, n *atspi.Node) []string {
+	var path []string
+	var walk func(at *atspi.Node, above []string) bool
+	walk = func(at *atspi.Node, above []string) bool {
+		if at == n {
+			path = above
+			return true
+		}
+		if at != root {
+			above = append(above, fmt.Sprintf("%s %q", at.Role, at.Name))
+		}
+		for _, c := range at.Children {
+			if walk(c, above) {
+				return true
+			}
+		}
+		return false
+	}
+	walk(root, nil)
+	return path
+}

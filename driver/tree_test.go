@@ -1,0 +1,125 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"image"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/vision/atspi"
+)
+
+// chooser is an app's tree: the file chooser whose Open button turns sensitive from
+// the readyAt-th snapshot on (never, when 0); every snapshot is counted.
+type chooser struct {
+	mu      sync.Mutex
+	reads   int
+	readyAt int
+	pid     int
+}
+
+func (c *chooser) Snapshot(_ context.Context, pid int) (*atspi.Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pid != c.pid {
+		return nil, errors.New("no such application")
+	}
+	c.reads++
+	open := []string{"showing", "visible"} // sorted, as a snapshot reads them
+	if c.readyAt > 0 && c.reads >= c.readyAt {
+		open = []string{"sensitive", "showing", "visible"}
+	}
+	return &atspi.Node{Role: "application", Children: []*atspi.Node{
+		{Role: "frame", Name: "X", States: []string{"showing"}, Children: []*atspi.Node{
+			{Role: "push button", Name: "Open", States: []string{"showing", "sensitive"}}, // not the chooser's
+		}},
+		{Role: "dialog", Name: "Choose File to Send…", States: []string{"showing"}, Children: []*atspi.Node{
+			{Role: "push button", Name: "Open", States: open, Extents: &atspi.Box{X: 600, Y: 500, W: 80, H: 30}},
+		}},
+	}}, nil
+}
+
+// treeProfile chooses (and sends) with Return once the chooser's Open button is
+// sensitive, as the tree says.
+const treeProfile = `{"app":"x","process":"x","window_title":"X",
+ "title":{"region":{"x":0,"y":0,"w":100,"h":30}},"chat":{"region":{"x":0,"y":30,"w":0,"h":0}},
+ "send_page":{"region":{"x":0,"y":30,"w":0,"h":0}},"sent_item_timeout":"300ms",
+ "choose_file":[
+   {"name":"wait for Open","do":"wait_node","class":"safe","timeout":"2s",
+    "node":{"role":"push button","name":"Open","states":["sensitive"],"under":{"role":"dialog","name":"Choose File to Send…"}}},
+   {"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
+
+func treeDesk() *sendsOnChoose {
+	return &sendsOnChoose{windowsOnly: windowsOnly{focus: 1, ws: []Window{
+		{ID: 1, PID: 4242, Process: "x", Title: "X", Viewable: true, Bounds: image.Rect(0, 0, 800, 600)},
+	}}}
+}
+
+// TestWaitNodeGatesTheCrossing: the crossing key waits for the tree to say the chooser's
+// Open button can be pressed (another window's sensitive Open does not count), and the
+// step's result records the node read, with its ancestors and extents.
+func TestWaitNodeGatesTheCrossing(t *testing.T) {
+	desk := treeDesk()
+	r, crossed := runnerOn(t, desk, desk, readsBob{}, treeProfile)
+	tree := &chooser{pid: 4242, readyAt: 4}
+	r.Tree = tree
+	if _, err := r.Deliver(context.Background()); err != nil && !strings.Contains(err.Error(), "sent item") {
+		t.Fatalf("deliver: %v", err)
+	}
+	if desk.keys != 1 || len(crossed()) != 2 || tree.reads < 4 {
+		t.Fatalf("%d key presses, crossings %v, %d snapshots; want the key once Open was sensitive (snapshot 4)", desk.keys, crossed(), tree.reads)
+	}
+	r.Rec.Close()
+	b, err := evidence.Verify(r.Rec.Dir(), evidence.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *evidence.Target
+	for _, rec := range b.Records {
+		if rec.Kind == evidence.KindResult && rec.Target != nil && rec.Target.Method == "accessibility_tree" {
+			target = rec.Target
+		}
+	}
+	if target == nil || len(target.Words) != 1 || !strings.Contains(target.Words[0], `push button "Open" [sensitive showing visible] in dialog "Choose File to Send…"`) ||
+		target.Box == nil || target.Box.X != 600 {
+		t.Fatalf("the step's result records %+v; want the node read, its dialog and its extents", target)
+	}
+}
+
+// TestWaitNodeStopsBeforeTheBoundary: a node that never comes, or no tree at all, stops
+// the delivery before any boundary, naming what it waited for.
+func TestWaitNodeStopsBeforeTheBoundary(t *testing.T) {
+	for name, tree := range map[string]Tree{"never sensitive": &chooser{pid: 4242}, "no tree": nil} {
+		desk := treeDesk()
+		r, crossed := runnerOn(t, desk, desk, readsBob{}, treeProfile)
+		r.Tree = tree
+		_, err := r.Deliver(context.Background())
+		want := `no push button named "Open" on screen [sensitive] under dialog named "Choose File to Send…" on screen showed`
+		if tree == nil {
+			want = "no accessibility tree"
+		}
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), want) || desk.keys != 0 || len(crossed()) != 0 {
+			t.Errorf("%s: %v, %d keys, crossings %v; want a stop before the boundary naming %q", name, err, desk.keys, crossed(), want)
+		}
+	}
+}
+
+func TestProfileNodeFields(t *testing.T) {
+	base := `{"app":"x","process":"x","choose_file":[%s,{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+	for step, want := range map[string]string{
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"push button","name":"Open"}}`:  "",
+		`{"name":"w","do":"wait_node","class":"safe"}`:                                              "node is for wait_node",
+		`{"name":"w","do":"wait_text","class":"safe","text":"x","node":{"role":"label"}}`:           "node is for wait_node",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"name":"Open"}}`:                       "by its role",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","pattern":"("}}`:        "node pattern",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","under":{"name":"d"}}}`: "by its role",
+	} {
+		_, err := ParseProfile([]byte(strings.Replace(base, "%s", step, 1)))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v; want %q", step, err, want)
+		}
+	}
+}
