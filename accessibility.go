@@ -27,10 +27,10 @@ type accessibility struct {
 	apps    map[int]atspi.App // by process id
 }
 
-// snapshotTime bounds one read of an app's tree.
-const snapshotTime = 2 * time.Second
+// snapshotTime bounds one read of an app's tree (a step's wait bounds it too).
+const snapshotTime = 5 * time.Second
 
-func (t *accessibility) Snapshot(ctx context.Context, pid int) (*atspi.Node, error) {
+func (t *accessibility) Snapshot(ctx context.Context, pid int, windows *atspi.Match) (*atspi.Node, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bus == nil {
@@ -50,7 +50,7 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int) (*atspi.Node, err
 		}
 		t.apps[pid] = app
 	}
-	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime})
+	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: windows})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}

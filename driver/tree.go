@@ -15,8 +15,9 @@ import (
 // Tree reads what an app publishes of its widgets on the accessibility bus: the app's
 // own words for what it shows (vision/atspi).
 type Tree interface {
-	// Snapshot reads what shows of the tree of the app whose process is pid.
-	Snapshot(ctx context.Context, pid int) (*atspi.Node, error)
+	// Snapshot reads what shows of the tree of the app whose process is pid: of its
+	// top-level windows that match windows, or of all when it is nil.
+	Snapshot(ctx context.Context, pid int, windows *atspi.Match) (*atspi.Node, error)
 }
 
 // ErrNoTree: the profile reads the app's accessibility tree, and there is none to read.
@@ -79,12 +80,18 @@ func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) err
 		return fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (a replay, or a desktop opened without it); see sendonce inspect", ErrNoTree)
 	}
 	m := s.Node.match(r.Vars)
+	// Only the top-level window the node's outermost ancestor names is read: a chooser's
+	// tree without the main window's, or a completion popup's.
+	var windows *atspi.Match
+	for u := m.Under; u != nil; u = u.Under {
+		windows = u
+	}
 	present := s.Do == "wait_node"
 	ctx, cancel := context.WithTimeout(ctx, r.timeout(s))
 	defer cancel()
 	var last []*atspi.Node
 	for {
-		tree, err := r.Tree.Snapshot(ctx, r.window.PID)
+		tree, err := r.Tree.Snapshot(ctx, r.window.PID, windows)
 		if err == nil {
 			last = m.Find(tree)
 			if present && len(last) == 1 || !present && len(last) == 0 {

@@ -19,9 +19,10 @@ type chooser struct {
 	reads   int
 	readyAt int
 	pid     int
+	windows *atspi.Match // what the last snapshot was asked to keep
 }
 
-func (c *chooser) Snapshot(_ context.Context, pid int) (*atspi.Node, error) {
+func (c *chooser) Snapshot(_ context.Context, pid int, windows *atspi.Match) (*atspi.Node, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pid != c.pid {
@@ -32,6 +33,7 @@ func (c *chooser) Snapshot(_ context.Context, pid int) (*atspi.Node, error) {
 	if c.readyAt > 0 && c.reads >= c.readyAt {
 		open = []string{"sensitive", "showing", "visible"}
 	}
+	c.windows = windows
 	return &atspi.Node{Role: "application", Children: []*atspi.Node{
 		{Role: "frame", Name: "X", States: []string{"showing"}, Children: []*atspi.Node{
 			{Role: "push button", Name: "Open", States: []string{"showing", "sensitive"}}, // not the chooser's
@@ -68,6 +70,9 @@ func TestWaitNodeGatesTheCrossing(t *testing.T) {
 	r.Tree = tree
 	if _, err := r.Deliver(context.Background()); err != nil && !strings.Contains(err.Error(), "sent item") {
 		t.Fatalf("deliver: %v", err)
+	}
+	if tree.windows == nil || tree.windows.Name != "Choose File to Send…" {
+		t.Fatalf("the snapshot was asked for windows %v; want only the chooser dialog the node is under", tree.windows)
 	}
 	if desk.keys != 1 || len(crossed()) != 2 || tree.reads < 4 {
 		t.Fatalf("%d key presses, crossings %v, %d snapshots; want the key once Open was sensitive (snapshot 4)", desk.keys, crossed(), tree.reads)

@@ -33,7 +33,7 @@ func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 		if s.(map[string]any)["name"] == "wait for Open to be enabled" {
 			steps[i] = map[string]any{"name": "wait for Open to be enabled", "do": "wait_node", "class": "safe", "timeout": "5s",
 				"node": map[string]any{"role": "push button", "name": "Open", "states": []string{"sensitive"},
-					"under": map[string]any{"role": "dialog", "name": "Choose File to Send…"}}}
+					"under": map[string]any{"role": "file chooser", "name": "Choose File to Send…"}}}
 			replaced = true
 		}
 	}
@@ -68,7 +68,7 @@ func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 			read = append(read, r.Target.Words...)
 		}
 	}
-	if len(read) != 1 || !strings.Contains(read[0], `push button "Open" [`) || !strings.Contains(read[0], "sensitive") || !strings.Contains(read[0], `dialog "Choose File to Send…"`) {
+	if len(read) != 1 || !strings.Contains(read[0], `push button "Open" [`) || !strings.Contains(read[0], "sensitive") || !strings.Contains(read[0], `file chooser "Choose File to Send…"`) {
 		t.Fatalf("the evidence records %q from the tree; want the chooser's Open button, sensitive", read)
 	}
 	t.Logf("read from Gajim's tree: %s", read[0])

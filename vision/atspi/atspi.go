@@ -223,6 +223,9 @@ type Limits struct {
 	Time  time.Duration // at most this long (default 3 s)
 	// ShowingOnly leaves out what is not on screen (and what lies below it).
 	ShowingOnly bool
+	// Windows, when set, keeps only the root's children (an app's top-level windows)
+	// that match it, and what lies below them: a read of one dialog skips the others.
+	Windows *Match
 }
 
 func (l Limits) orDefaults() Limits {
@@ -257,7 +260,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if err != nil {
 			return nil, err
 		}
-		if l.ShowingOnly && depth > 0 && !n.Has("showing") {
+		if l.ShowingOnly && depth > 0 && !n.Has("showing") || depth == 1 && l.Windows != nil && !l.Windows.self(n) {
 			return nil, nil
 		}
 		kids, err := b.children(ctx, r)

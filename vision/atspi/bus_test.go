@@ -50,6 +50,13 @@ func TestSnapshotOverDBus(t *testing.T) {
 	if n := len((Match{Role: "frame"}).Find(showing)); n != 1 {
 		t.Fatalf("a snapshot of what shows holds %d frames; want 1 (Воb's is not on screen)", n)
 	}
+	dialog, err := b.Snapshot(ctx, a.Ref, Limits{Windows: &Match{Role: "dialog"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dialog.Children) != 1 || dialog.Children[0].Role != "dialog" || len((Match{Role: "push button"}).Find(dialog)) != 1 {
+		t.Fatalf("a snapshot of the dialog alone holds %d windows; want the dialog and its one button", len(dialog.Children))
+	}
 	if _, err := b.Snapshot(ctx, a.Ref, Limits{Nodes: 5}); !errors.Is(err, ErrTooBig) {
 		t.Fatalf("a snapshot over its node limit: %v; want ErrTooBig", err)
 	}
