@@ -15,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/provider/registry"
 	storereg "github.com/sendonce/sendonce/store/registry"
 	"github.com/sendonce/sendonce/vision"
+	"github.com/sendonce/sendonce/vision/atspi"
 )
 
 // DoctorRequest is what a delivery would use; doctor checks each part of it.
@@ -97,6 +98,7 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		add("window", werr, fmt.Sprintf("%s window %q at %v", w.Process, w.Title, w.Bounds), "start the app and log in on that display, with its main window visible")
 		if werr == nil {
 			add(doctorOCR(ctx, drv, desk, p, w))
+			add(doctorTree(ctx, req.Display, p, w))
 		}
 	}
 	if !hasCheck(out, "ocr") {
@@ -195,6 +197,25 @@ func doctorOCR(ctx context.Context, drv driver.Driver, desk Desktop, p *driver.P
 		return "ocr", fmt.Errorf("the OCR engine read no word in the whole %s window", p.App), "", fix
 	}
 	return "ocr", nil, fmt.Sprintf("%d words in the window; the title region %v reads %q", len(all.Words), region.Sub(w.Bounds.Min), strings.Join(words, " ")), ""
+}
+
+// doctorTree reads what the app's window publishes of its widgets on the display's
+// accessibility bus. A profile that reads the tree needs it; for one that does not, a
+// missing tree is said, not failed.
+func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver.Window) (string, error, string, string) {
+	fix := "GTK 3 apps: install Debian's libatk-adaptor and start the app without NO_AT_BRIDGE=1; Qt apps: set QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 and have the session's accessibility bus (at-spi2-core) running before the app starts"
+	tree, closeTree := OpenAccessibility(ctx, display)
+	defer closeTree()
+	root, err := tree.Snapshot(ctx, w.PID, nil)
+	switch {
+	case err != nil && p.ReadsTree():
+		return "accessibility", err, "", fix
+	case err != nil:
+		return "accessibility", nil, fmt.Sprintf("no tree (%v); this profile reads none, so OCR reads everything. To publish one: %s", err, fix), ""
+	}
+	n := 0
+	root.Walk(func(*atspi.Node, int) bool { n++; return true })
+	return "accessibility", nil, fmt.Sprintf("%s publishes %d nodes on screen (sendonce inspect --app %s prints them)", root.Name, n, p.App), ""
 }
 
 // doctorProvider logs in to the provider account and reads its archive settings.

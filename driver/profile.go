@@ -386,6 +386,18 @@ func (p *Profile) namesShown(fileName string) bool {
 // choosingSends is the Crosses of a step that chooses the file and thereby sends it.
 const choosingSends = "choose_file,send"
 
+// ReadsTree says whether a step of the profile reads the app's accessibility tree.
+func (p *Profile) ReadsTree() bool {
+	for _, ph := range [][]Step{p.Clean, p.OpenConversation, p.OpenPicker, p.ChooseFile, p.Send, p.Dismiss} {
+		for _, s := range ph {
+			if s.Node != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ChoosingSends says whether choosing the file already sends it: choose_file's one
 // crossing step crosses choose_file and send.
 func (p *Profile) ChoosingSends() bool {

@@ -107,9 +107,14 @@ func TestLiveDoctor(t *testing.T) {
 			if code != wantCode || !slices.Equal(failed, tc.failed) || res.Ready != (len(tc.failed) == 0) {
 				t.Fatalf("exit %d, failed %v; want exit %d, failed %v\n%s", code, failed, wantCode, tc.failed, out)
 			}
-			for _, n := range []string{"store", "staging", "profile", "display", "window", "ocr", "provider"} {
-				if !slices.Contains(names, n) && !(n == "ocr" && slices.Contains(tc.failed, "window")) {
+			for _, n := range []string{"store", "staging", "profile", "display", "window", "ocr", "accessibility", "provider"} {
+				if !slices.Contains(names, n) && !((n == "ocr" || n == "accessibility") && slices.Contains(tc.failed, "window")) {
 					t.Errorf("no %s check in %v", n, names)
+				}
+			}
+			for _, c := range res.Checks {
+				if c.Name == "accessibility" && !strings.Contains(c.Saw, "org.gajim.Gajim publishes") {
+					t.Errorf("the accessibility check saw %q; want Gajim's tree", c.Saw)
 				}
 			}
 		})
