@@ -84,23 +84,18 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	}
 	now := clock.Or(opt.Clock)
 	start := now()
-	tree, err := bus.Snapshot(ctx, app.Ref, atspi.Limits{Nodes: req.Limits.Nodes, Depth: req.Limits.Depth, Time: req.Limits.Time, ShowingOnly: req.ShowingOnly})
+	limits := atspi.Limits{Nodes: req.Limits.Nodes, Depth: req.Limits.Depth, Time: req.Limits.Time, ShowingOnly: req.ShowingOnly}
+	if req.Window != "" {
+		limits.Windows = &atspi.Match{Name: req.Window} // the other windows are not read
+	}
+	tree, err := bus.Snapshot(ctx, app.Ref, limits)
 	if err != nil {
 		return InspectResult{}, err
 	}
-	res := InspectResult{Bus: addr, App: *app, Duration: Duration(now().Sub(start)), Tree: tree}
-	if req.Window != "" {
-		var kept []*atspi.Node
-		for _, w := range tree.Children {
-			if atspi.Same(w.Name, req.Window) {
-				kept = append(kept, w)
-			}
-		}
-		if len(kept) == 0 {
-			return InspectResult{}, FieldErrorf("window", "%s has no top-level window named %q", app.Name, req.Window)
-		}
-		tree.Children = kept
+	if req.Window != "" && len(tree.Children) == 0 {
+		return InspectResult{}, FieldErrorf("window", "%s has no top-level window named %q", app.Name, req.Window)
 	}
+	res := InspectResult{Bus: addr, App: *app, Duration: Duration(now().Sub(start)), Tree: tree}
 	tree.Walk(func(*atspi.Node, int) bool { res.Nodes++; return true })
 	return res, nil
 }
