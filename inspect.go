@@ -129,16 +129,7 @@ func (req InspectRequest) process(opt Options) (func(atspi.App) bool, error) {
 func (r InspectResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s (pid %d, %s) on %s: %d nodes, read in %v\n", r.App.Name, r.App.PID, r.App.Toolkit, r.Bus, r.Nodes, time.Duration(r.Duration).Round(time.Millisecond))
 	r.Tree.Walk(func(n *atspi.Node, depth int) bool {
-		line := strings.Repeat("  ", depth) + n.Role
-		if n.Name != "" {
-			line += fmt.Sprintf(" %q", n.Name)
-		}
-		if n.Text != "" && n.Text != n.Name {
-			line += fmt.Sprintf(" text=%q", n.Text)
-		}
-		if len(n.States) > 0 {
-			line += " [" + strings.Join(n.States, " ") + "]"
-		}
+		line := strings.Repeat("  ", depth) + n.String()
 		if e := n.Extents; e != nil {
 			line += fmt.Sprintf(" @%d,%d %dx%d", e.X, e.Y, e.W, e.H)
 		}

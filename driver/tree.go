@@ -122,7 +122,7 @@ func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) err
 func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
 	t := &evidence.Target{Method: "accessibility_tree"}
 	for i, n := range nodes {
-		line := describe(n)
+		line := n.String()
 		if path := pathTo(root, n); len(path) > 0 {
 			line += " in " + strings.Join(path, " > ")
 		}
@@ -132,20 +132,6 @@ func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
 		}
 	}
 	return t
-}
-
-func describe(n *atspi.Node) string {
-	s := n.Role
-	if n.Name != "" {
-		s += fmt.Sprintf(" %q", n.Name)
-	}
-	if n.Text != "" && n.Text != n.Name {
-		s += fmt.Sprintf(" text=%q", n.Text)
-	}
-	if len(n.States) > 0 {
-		s += " [" + strings.Join(n.States, " ") + "]"
-	}
-	return s
 }
 
 // pathTo is n's ancestors below root's application, outermost first.

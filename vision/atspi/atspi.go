@@ -73,6 +73,22 @@ func (n *Node) Has(s string) bool {
 	return false
 }
 
+// String is the node as a person reads it: its role, its name quoted, its text where it
+// differs from the name, and its states in brackets.
+func (n *Node) String() string {
+	s := n.Role
+	if n.Name != "" {
+		s += fmt.Sprintf(" %q", n.Name)
+	}
+	if n.Text != "" && n.Text != n.Name {
+		s += fmt.Sprintf(" text=%q", n.Text)
+	}
+	if len(n.States) > 0 {
+		s += " [" + strings.Join(n.States, " ") + "]"
+	}
+	return s
+}
+
 // Walk calls fn for n and every node below it, depth first, with each node's depth.
 func (n *Node) Walk(fn func(node *Node, depth int) bool) { n.walk(fn, 0) }
 
