@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
@@ -109,7 +110,7 @@ func (req InspectRequest) process(opt Options) (func(atspi.App) bool, error) {
 		}
 	}
 	if named != 1 {
-		return nil, FieldErrorf("app", "name the app one way: a profile (--app), a process name (--process) or a process id (--pid)")
+		return nil, gate.Invalidf("inspect: name the app one way: --app NAME (a profile), --process NAME or --pid PID")
 	}
 	switch {
 	case req.PID != 0:

@@ -25,9 +25,6 @@ func cmdInspect(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	req.PID = uint32(pid)
-	if n := count(req.App != "", req.Process != "", pid != 0); n != 1 {
-		return usagef("inspect: name the app one way: --app NAME (a profile), --process NAME or --pid PID")
-	}
 	if req.Bus == "" {
 		req.Bus = env.getenv("SENDONCE_A11Y_BUS")
 	}
@@ -40,15 +37,4 @@ func cmdInspect(ctx context.Context, env *environment, args []string) error {
 	}
 	env.print(res)
 	return nil
-}
-
-// count is how many of the conditions hold.
-func count(conds ...bool) int {
-	n := 0
-	for _, c := range conds {
-		if c {
-			n++
-		}
-	}
-	return n
 }
