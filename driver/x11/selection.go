@@ -127,10 +127,18 @@ func newRequestor(c *xgb.Conn) (*requestor, error) {
 func (r *requestor) read(ctx context.Context, w driver.Window) (string, error) {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
+	nothing := func() error {
+		return fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
+	}
 	var owner xproto.Window
 	for {
 		var err error
 		if owner, err = selectionOwner(r.c); err != nil {
+			if ctx.Err() != nil {
+				// ctx's end closed the connection while the owner was asked: the wait
+				// ran out, which is what to say (not the closed connection's EOF).
+				return "", nothing()
+			}
 			return "", err
 		}
 		if owner != r.own {
@@ -139,7 +147,7 @@ func (r *requestor) read(ctx context.Context, w driver.Window) (string, error) {
 		select {
 		case <-poll.C:
 		case <-ctx.Done():
-			return "", fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
+			return "", nothing()
 		}
 	}
 	if !sameClient(uint32(owner), w.ID, xproto.Setup(r.c).ResourceIdMask) {
