@@ -29,6 +29,9 @@ type Deliverer struct {
 	OpenDesktop func(ctx context.Context, display string) (driver.Driver, func(), error)
 	// OCR reads the screen; a Deliverer uses it from one goroutine at a time.
 	OCR vision.OCR
+	// OCRLanguages are the languages OCR reads (English when nil): a title in another
+	// script is read from the app's tree alone, and the result says so.
+	OCRLanguages vision.Languages
 	// OpenTree, when set, gives the accessibility tree of the display's apps, for the
 	// profile steps that read it (OpenAccessibility); the returned func closes it.
 	OpenTree func(ctx context.Context, display string) (driver.Tree, func())
@@ -238,7 +241,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		tree, closeTree = d.OpenTree(ctx, req.Display)
 		defer closeTree()
 	}
-	runner := &driver.Runner{Tree: tree,
+	runner := &driver.Runner{Tree: tree, Languages: d.OCRLanguages,
 		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
 		Profile: in.profile, Killpoint: d.after, Clock: c.clock,
 		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
@@ -271,6 +274,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return c.store.RenewDisplay(ctx, display, lease)
 	})
 	res, err := runner.Deliver(runCtx)
+	out.TitleSources = res.TitleSources
 	stopRenewing(nil)
 	if rerr := <-renewed; rerr != nil {
 		c.warn("lease renewal refused: stopped", rerr, Event{DispatchID: dispatch})
@@ -621,7 +625,7 @@ func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evid
 func (d *Deliverer) dryRun(ctx context.Context, r *driver.Runner, rec *evidence.Recorder, out DeliveryResult) (DeliveryResult, error) {
 	matches, err := r.DryRun(ctx)
 	rec.Close()
-	out.TitleMatches = &matches
+	out.TitleMatches, out.TitleSources = &matches, r.TitleSources()
 	proceed := *out.WouldProceed && matches
 	out.WouldProceed = &proceed
 	out.Outcome = "dry_run"

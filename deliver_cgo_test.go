@@ -78,7 +78,7 @@ func newReplayed(t *testing.T, fixture string, opt sendonce.Options) *replayed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	ocr, err := tesseract.NewBanded()
+	ocr, err := tesseract.NewBanded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

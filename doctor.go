@@ -26,6 +26,7 @@ type DoctorRequest struct {
 	Display        string
 	Staging        string
 	ProviderConfig string // the provider account; its environment variables when ""
+	OCRLanguages   string // as deliver takes them ("eng+chi_sim"); the profile's when ""
 }
 
 // Desktop is how doctor reaches the screen: the same two parts a Deliverer uses. A nil
@@ -34,6 +35,9 @@ type Desktop struct {
 	OpenDesktop func(ctx context.Context, display string) (driver.Driver, func(), error)
 	OCR         vision.OCR
 	OCRError    error
+	// LanguageData, when set, checks that the OCR engine's data for a language is
+	// installed, with an error naming what to install.
+	LanguageData func(lang string) error
 }
 
 // DoctorCheck is one check: what it looked at, whether a delivery could use it, what it
@@ -109,6 +113,9 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 			add("ocr", errors.New("no OCR engine"), "", "install Tesseract and its English data (Debian: tesseract-ocr tesseract-ocr-eng)")
 		}
 	}
+	if desk.LanguageData != nil {
+		add(doctorLanguages(req.OCRLanguages, p, desk.LanguageData))
+	}
 	if req.ProviderConfig != "" || opt.Getenv != nil && opt.Getenv("SENDONCE_XMPP_JID") != "" {
 		add(doctorProvider(ctx, req.ProviderConfig, opt))
 	}
@@ -117,6 +124,26 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		out.Ready = out.Ready && c.OK
 	}
 	return out
+}
+
+// doctorLanguages checks that the OCR data of each language a delivery would read in
+// is installed.
+func doctorLanguages(given string, p *driver.Profile, installed func(string) error) (string, error, string, string) {
+	langs, err := OCRLanguages(given, p)
+	if err != nil {
+		return "ocr languages", err, "", "give the languages as Tesseract names them, joined by + (eng+chi_sim)"
+	}
+	var missing []string
+	var errs []error
+	for _, l := range langs {
+		if err := installed(l); err != nil {
+			missing, errs = append(missing, vision.Package(l)), append(errs, err)
+		}
+	}
+	if len(missing) > 0 {
+		return "ocr languages", errors.Join(errs...), "", "install " + strings.Join(missing, " ") + " (Debian: apt-get install " + strings.Join(missing, " ") + "), or read in fewer languages (--ocr-lang)"
+	}
+	return "ocr languages", nil, langs.String() + ": each one's data is installed (a name in another script is read from the app's tree alone)", ""
 }
 
 func hasCheck(r DoctorResult, name string) bool {

@@ -21,7 +21,7 @@ func ExampleDeliverer_Deliver() {
 	ctx := context.Background()
 	c, dir, cleanup := exampleClient()
 	defer cleanup()
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.New(nil)
 	if err != nil {
 		panic(err)
 	}

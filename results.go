@@ -264,7 +264,11 @@ type DeliveryResult struct {
 	DryRun           bool          `json:"dry_run,omitempty"`
 	WouldProceed     *bool         `json:"would_proceed,omitempty"`
 	TitleMatches     *bool         `json:"title_matches,omitempty"`
-	Gate             string        `json:"gate,omitempty"` // granted, or the status that refused
+	// TitleSources says where the visible title checked came from:
+	// "accessibility_tree+ocr" (the app's own words, and the screen agreed),
+	// "accessibility_tree (why OCR could not read it)", or "ocr" (no tree: a weaker read).
+	TitleSources string `json:"title_sources,omitempty"`
+	Gate         string `json:"gate,omitempty"` // granted, or the status that refused
 }
 
 // VerifyResult is a verified evidence bundle.

@@ -184,6 +184,12 @@ func (r ReconcileResult) WriteText(w io.Writer) {
 func (r DeliveryResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "outcome: %s\nkey: %s\n", r.Outcome, r.Key)
 	writeStrength(w, r.IdentityStrength)
+	switch {
+	case r.TitleSources == "ocr":
+		fmt.Fprintln(w, "title read: by OCR alone (no accessibility tree: OCR cannot tell look-alike letters apart)")
+	case r.TitleSources != "":
+		fmt.Fprintf(w, "title read: %s\n", r.TitleSources)
+	}
 	if r.DryRun {
 		fmt.Fprintf(w, "dry run: the gate says %s; the visible title matches: %v; a real run would proceed: %v\n", r.Gate, isTrue(r.TitleMatches), isTrue(r.WouldProceed))
 	}

@@ -40,6 +40,10 @@ type Profile struct {
 	Timings Timings `json:"timings"`
 	// Title is where the conversation's visible title is read.
 	Title Read `json:"title"`
+	// OCRLanguages are the OCR languages this app's deliveries read in when the user
+	// names none (--ocr-lang, SENDONCE_OCR_LANGS): Tesseract's names joined by +
+	// ("eng+chi_sim"); English when empty.
+	OCRLanguages string `json:"ocr_languages,omitempty"`
 	// Chat is where sent items show; SendPage is where the send page lists chosen files.
 	Chat     Read `json:"chat"`
 	SendPage Read `json:"send_page"`
@@ -162,6 +166,22 @@ type Read struct {
 	// Window reads Region in the window with this title prefix (an app that shows its
 	// send page, say, in a window of its own) instead of the main window.
 	Window string `json:"window,omitempty"`
+	// Node (send_page) names one item of the send page's list in the app's tree: each
+	// node that shows, matches and has its middle inside Region is an item, named by its first label that is not a
+	// size, sized by the first that is; the check wants exactly one, named exactly as
+	// the file, and OCR of the name where it shows must agree with it.
+	//
+	//	"send_page": {..., "node": {"role": "list item", "under": {"role": "list box"}}}
+	//
+	// Node (title) reads the text from the app's accessibility tree: the one
+	// node that shows, matches, and has its middle inside Region. Its name is the exact
+	// value compared; OCR of its extents (with Prep and Mode) must agree with it as far
+	// as OCR can (vision.Check). Without a tree, the title is read by OCR of Region, and
+	// the result says so.
+	//
+	//	"title": {"region": {"x": 480, "y": 24, "w": -20, "h": 58}, "mode": "single_line",
+	//	          "node": {"role": "label", "states": ["has-tooltip"]}}
+	Node *NodeMatch `json:"node,omitempty"`
 }
 
 // OCRMode is the vision mode a Read names.
@@ -386,8 +406,12 @@ func (p *Profile) namesShown(fileName string) bool {
 // choosingSends is the Crosses of a step that chooses the file and thereby sends it.
 const choosingSends = "choose_file,send"
 
-// ReadsTree says whether a step of the profile reads the app's accessibility tree.
+// ReadsTree says whether the profile reads the app's accessibility tree: its title, or
+// a step.
 func (p *Profile) ReadsTree() bool {
+	if p.Title.Node != nil || p.SendPage.Node != nil {
+		return true
+	}
 	for _, ph := range [][]Step{p.Clean, p.OpenConversation, p.OpenPicker, p.ChooseFile, p.Send, p.Dismiss} {
 		for _, s := range ph {
 			if s.Node != nil {
@@ -447,6 +471,9 @@ func couldSubmit(s Step) string {
 //	wait_node         wait until exactly one node of the app's accessibility tree that
 //	                  shows matches Node (role, name or pattern, text, states, under)
 //	wait_node_gone    wait until no node that shows matches Node
+//	click_node        wait as wait_node does, then click the middle of the node's extents
+//	                  (a control named by its role: a peer's message quoting its label is
+//	                  a label, never the push button)
 //
 // inputBefore says whether one of steps sends input.
 func inputBefore(steps []Step) bool {
@@ -460,7 +487,7 @@ func inputBefore(steps []Step) bool {
 
 func stepKind(do string) (input, ok bool) {
 	switch do {
-	case "key", "type_text", "type_path", "click_text", "click_offset", "hover_text", "hover_offset", "escape_window", "escape_text", "read_field":
+	case "key", "type_text", "type_path", "click_text", "click_offset", "click_node", "hover_text", "hover_offset", "escape_window", "escape_text", "read_field":
 		return true, true
 	case "wait_text", "wait_gone", "wait_window", "wait_window_gone", "wait_node", "wait_node_gone":
 		return false, true
@@ -542,6 +569,17 @@ func (p *Profile) validate() error {
 		if name != "chat" && len(rd.AltPreps) > 0 {
 			return fmt.Errorf("profile %s: %s.alt_preps: only the chat is read again with other preparations (remove them)", p.App, name)
 		}
+		if name == "chat" && rd.Node != nil {
+			return fmt.Errorf("profile %s: chat.node: the chat is read by OCR (the title and the send page read nodes)", p.App)
+		}
+		if err := rd.Node.check(fmt.Sprintf("profile %s: %s.node", p.App, name)); err != nil {
+			return err
+		}
+	}
+	if p.OCRLanguages != "" {
+		if _, err := vision.ParseLanguages(p.OCRLanguages); err != nil {
+			return fmt.Errorf("profile %s: ocr_languages: %v", p.App, err)
+		}
 	}
 	chooseWant, sendWant := map[evidence.Class]int{evidence.MaySubmit: 1}, map[evidence.Class]int{evidence.Submit: 1}
 	if p.ChoosingSends() {
@@ -609,15 +647,15 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: whole_line is for wait_text steps, without suffix or exact", where)
 			case s.Do == "read_field" && (s.Text == "" || s.Window == "" || s.Class != evidence.Safe):
 				return fmt.Errorf("%s: a read_field step is safe and names the text the field must hold and the dialog (window) it is in", where)
-			case (s.Do == "wait_node" || s.Do == "wait_node_gone") != (s.Node != nil):
-				return fmt.Errorf("%s: node is for wait_node and wait_node_gone steps, and they need one", where)
+			case (s.Do == "wait_node" || s.Do == "wait_node_gone" || s.Do == "click_node") != (s.Node != nil):
+				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and they need one", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):
 				return fmt.Errorf("%s: after_change needs an input step before it in the phase (the change is the input's)", where)
 			case ph.name == "dismiss" && s.Do != "escape_window" && s.Do != "escape_text" && !(s.Do == "key" && strings.EqualFold(s.Keys, "escape")):
 				return fmt.Errorf("%s: dismiss uses Escape only, never a click near a send control", where)
-			case ph.name == "clean" && (s.Do == "click_text" || s.Do == "click_offset"):
+			case ph.name == "clean" && (s.Do == "click_text" || s.Do == "click_offset" || s.Do == "click_node"):
 				return fmt.Errorf("%s: clean dismisses leftovers with Escape only, never a click", where)
 			}
 			count[s.Class]++

@@ -59,9 +59,15 @@ type Runner struct {
 	// confirm, and the outcome no longer rests on the screen. From that call on, other
 	// goroutines may append to Rec. May be nil.
 	Witness func() <-chan struct{}
-	// Tree reads the app's accessibility tree for the steps that address it (wait_node,
-	// wait_node_gone). May be nil: such a step then stops, before any boundary.
+	// Tree reads the app's accessibility tree for the title and the steps that address
+	// it (wait_node, wait_node_gone). May be nil: such a step then stops, before any
+	// boundary, and the title is read by OCR alone.
 	Tree Tree
+	// Languages are the OCR languages Reader's engine reads (English when nil): a text
+	// in another script cannot be cross-checked, and the result says so.
+	Languages vision.Languages
+
+	titleSources string // where the title checked came from (titleRead.sources)
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
@@ -81,6 +87,9 @@ var ErrStopped = errors.New("stopped before any boundary")
 type Result struct {
 	Crossed bool   // a boundary was crossed
 	Stopped string // why it stopped early, if it did
+	// TitleSources says where the checked title came from: "accessibility_tree+ocr",
+	// "accessibility_tree (why OCR could not read it)", or "ocr" (no tree).
+	TitleSources string
 }
 
 func (r *Runner) progress(format string, args ...any) {
@@ -112,7 +121,7 @@ func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 		r.finalReads(fctx)
 		cancel()
 	}
-	res := Result{Crossed: r.crossed}
+	res := Result{Crossed: r.crossed, TitleSources: r.titleSources}
 	if err != nil {
 		res.Stopped = err.Error()
 		if !r.crossed && !errors.Is(err, ErrStopped) {
@@ -742,6 +751,8 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		return r.waitGone(ctx, s, res)
 	case "wait_node", "wait_node_gone":
 		return r.waitNode(ctx, s, res)
+	case "click_node":
+		return r.clickNode(ctx, s, res)
 	case "wait_window", "wait_window_gone":
 		return r.waitWindow(ctx, s.Window, s.Do == "wait_window", r.timeout(s))
 	case "escape_window":
@@ -917,95 +928,6 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 	}
 }
 
-// titleReads is the title check's state: how many reads in a row, each at least
-// titleGap after the one before, read the expected title, and the last read.
-type titleReads struct {
-	agreed int
-	got    string
-	look   vision.Look
-	at     time.Time // when the last read began (zero before the first)
-}
-
-// titleGap is the least time between two reads of the title that count as agreeing.
-const titleGap = 150 * time.Millisecond
-
-// readTitleAgain reads the title once more, titleGap after the last read began at the
-// earliest.
-func (r *Runner) readTitleAgain(ctx context.Context, t *titleReads) error {
-	if !t.at.IsZero() {
-		if wait := titleGap - r.now().Sub(t.at); wait > 0 {
-			sleep(ctx, wait)
-		}
-	}
-	at := r.now()
-	text, l, err := r.readTitle(ctx)
-	if err != nil {
-		return err
-	}
-	if text == r.Vars.Title {
-		t.agreed++
-	} else {
-		t.agreed = 0
-	}
-	t.got, t.look, t.at = text, l, at
-	return nil
-}
-
-// checkTitle reads the conversation's visible title and stops unless it is exactly the
-// expected one. The header can lag the conversation switch (a blank frame, the previous
-// conversation): it reads until the title is the expected one in two reads in a row at
-// least titleGap apart (t holds the reads made before), or until the deadline, and then
-// judges the last reading.
-func (r *Runner) checkTitle(ctx context.Context, t *titleReads) error {
-	region, err := r.area(ctx, r.Profile.Title)
-	if err != nil {
-		return err
-	}
-	deadline := r.now().Add(r.Profile.Timings.titleDeadline())
-	for t.agreed < 2 && (t.at.IsZero() || !r.now().After(deadline)) {
-		if err := r.readTitleAgain(ctx, t); err != nil {
-			return err
-		}
-	}
-	got, look := t.got, t.look
-	h, _ := r.Rec.Frame(look.Frame)
-	rec := evidence.Record{Kind: evidence.KindObserve, Intent: "read the conversation title", After: h, OCR: ocrWords(h, region, look.Words),
-		Observed: &evidence.Observation{What: "conversation_title", DispatchID: r.dispatchID(), Title: got}}
-	if _, err := r.appendRecord(rec); err != nil {
-		return err
-	}
-	if got != r.Vars.Title {
-		r.progress("%-10s %-32s the title reads %q, not %q: stopping before any boundary", "safe", "read the title", got, r.Vars.Title)
-		return fmt.Errorf("%w: the conversation's visible title reads %q, not exactly %q", ErrStopped, got, r.Vars.Title)
-	}
-	r.progress("%-10s %-32s %q ok", "safe", "read the title", got)
-	return nil
-}
-
-// readTitle reads the conversation's visible title once.
-func (r *Runner) readTitle(ctx context.Context) (string, vision.Look, error) {
-	t := r.Profile.Title
-	region, err := r.area(ctx, t)
-	if err != nil {
-		return "", vision.Look{}, err
-	}
-	l, err := r.Reader.Read(ctx, region, t.Prep, t.OCRMode())
-	if err != nil {
-		return "", vision.Look{}, err
-	}
-	return lineText(l.Words), l, nil
-}
-
-func lineText(ws []vision.Word) string {
-	var parts []string
-	for _, l := range vision.Lines(ws) {
-		if l.Text != "" {
-			parts = append(parts, l.Text)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 // observeItems reads the chat for items named like the file, the conversation's title
 // and whether the view is at its end, and records what it read.
 func (r *Runner) observeItems(ctx context.Context, phase string) ([]evidence.Item, error) {
@@ -1058,8 +980,13 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		}
 		out.atEnd = blank(out.end)
 	}
-	if out.title, _, err = r.readTitle(ctx); err != nil {
+	title, err := r.readTitle(ctx)
+	if err != nil {
 		return chatRead{}, err
+	}
+	// A title whose two sources disagree is no title: the read confirms nothing.
+	if out.title = title.text; title.tree && title.check.Verdict == vision.Disagree {
+		out.title = ""
 	}
 	return out, nil
 }
@@ -1115,7 +1042,13 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 		ocr = ocrWords(after, region, found.Look.Words)
 		open = shows
 	}
-	if open {
+	if open && r.treeSendPage() {
+		page, err := r.readPageTree(ctx)
+		if err != nil {
+			return err
+		}
+		items = page.items
+	} else if open {
 		p := r.Profile.SendPage
 		region, err := r.area(ctx, p)
 		if err != nil {
@@ -1170,6 +1103,9 @@ func (r *Runner) checkSendPage(ctx context.Context, proof string) error {
 		}
 		r.progress("%-10s %-32s one item, none before: ok", "safe", "check the send page")
 		return nil
+	}
+	if r.treeSendPage() {
+		return r.checkPageTree(ctx)
 	}
 	p := r.Profile.SendPage
 	region, err := r.area(ctx, p)

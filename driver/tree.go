@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"regexp"
 	"strings"
 	"time"
@@ -69,6 +70,9 @@ func (m *NodeMatch) match(v Vars) atspi.Match {
 	return out
 }
 
+// topLevelRoles are the roles of an app's top-level windows.
+var topLevelRoles = map[string]bool{"frame": true, "dialog": true, "file chooser": true, "window": true, "alert": true, "color chooser": true, "font chooser": true}
+
 // treePoll is how often a wait reads the tree again.
 const treePoll = 50 * time.Millisecond
 
@@ -76,17 +80,47 @@ const treePoll = 50 * time.Millisecond
 // step's node (wait_node), or none does (wait_node_gone); the result records the node
 // read as its target.
 func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) error {
+	_, err := r.awaitNode(ctx, s, s.Do != "wait_node_gone", res)
+	return err
+}
+
+// clickNode waits, as wait_node does, for exactly one node that shows to match the
+// step's node, and clicks the middle of its extents: a control named by its role, so a
+// peer's message quoting its label (a label, not a push button) is never clicked.
+func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) error {
+	n, err := r.awaitNode(ctx, s, true, res)
+	if err != nil {
+		return err
+	}
+	e := n.Extents
+	if e == nil || e.W <= 0 || e.H <= 0 {
+		return fmt.Errorf("%s has no extents on screen: nothing to click", n)
+	}
+	c := image.Pt(e.X+e.W/2, e.Y+e.H/2)
+	if !c.In(r.Driver.Bounds()) {
+		return fmt.Errorf("%s is off the screen (its middle is at %v): not clicking", n, c)
+	}
+	res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
+	return r.Driver.Click(ctx, c)
+}
+
+// awaitNode reads the tree until exactly one node that shows matches the step's node
+// (present), or none does, within the step's timeout; it records the nodes read last as
+// the result's target and returns the one found.
+func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evidence.Record) (*atspi.Node, error) {
 	if r.Tree == nil || r.window.PID == 0 {
-		return fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (a replay, or a desktop opened without it); see sendonce inspect", ErrNoTree)
+		return nil, fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (a replay, or a desktop opened without it); see sendonce inspect", ErrNoTree)
 	}
 	m := s.Node.match(r.Vars)
-	// Only the top-level window the node's outermost ancestor names is read: a chooser's
-	// tree without the main window's, or a completion popup's.
-	var windows *atspi.Match
+	// Only the top-level window the node's outermost ancestor names is read (a chooser's
+	// tree without the main window's, or a completion popup's), where that ancestor is
+	// a window; else the app's main window.
+	windows := &atspi.Match{Name: r.window.Title}
 	for u := m.Under; u != nil; u = u.Under {
-		windows = u
+		if topLevelRoles[strings.ToLower(u.Role)] {
+			windows = u
+		}
 	}
-	present := s.Do == "wait_node"
 	ctx, cancel := context.WithTimeout(ctx, r.timeout(s))
 	defer cancel()
 	var last []*atspi.Node
@@ -96,22 +130,32 @@ func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) err
 			last = m.Find(tree)
 			if present && len(last) == 1 || !present && len(last) == 0 {
 				res.Target = nodeTarget(tree, last)
-				return nil
+				if present {
+					return last[0], nil
+				}
+				return nil, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if err != nil {
-				return fmt.Errorf("%w: reading it: %v", ErrNoTree, err)
+				return nil, fmt.Errorf("%w: reading it: %v", ErrNoTree, err)
 			}
 			res.Target = nodeTarget(tree, last)
+			if present && len(last) == 0 && tree != nil {
+				// What showed instead: the nodes of the role, where the node was looked
+				// for, whatever their name, text and states (five at most).
+				near := (atspi.Match{Role: m.Role, Under: m.Under, Showing: true}).Find(tree)
+				res.Target = nodeTarget(tree, near[:min(len(near), 5)])
+				res.Target.Method = "accessibility_tree (not found; the nodes of its role)"
+			}
 			if present && len(last) > 1 {
-				return fmt.Errorf("%d nodes show as %s: a read must name one (name its ancestor: under)", len(last), m)
+				return nil, fmt.Errorf("%d nodes show as %s: a read must name one (name its ancestor: under)", len(last), m)
 			}
 			if present {
-				return fmt.Errorf("no %s showed within %v", m, r.timeout(s))
+				return nil, fmt.Errorf("no %s showed within %v", m, r.timeout(s))
 			}
-			return fmt.Errorf("%s still showed after %v", m, r.timeout(s))
+			return nil, fmt.Errorf("%s still showed after %v", m, r.timeout(s))
 		case <-time.After(treePoll):
 		}
 	}

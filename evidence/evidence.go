@@ -215,6 +215,24 @@ type Observation struct {
 	// Marks is how many item marks (the profile's item_mark) the send page showed, for
 	// an item proven ours by difference (a preview without its name).
 	Marks *int `json:"marks,omitempty"`
+	// Readings are each source's reading of what Title holds, where there were two: the
+	// app's accessibility tree (whose text Title is) and OCR of the screen where the
+	// node showed, with the cross-check's verdict (v2).
+	Readings []Reading `json:"readings,omitempty"`
+}
+
+// Reading is one source's reading of a fact: the app's accessibility tree
+// ("accessibility_tree"), or OCR of the screen ("ocr").
+type Reading struct {
+	Source string `json:"source"`
+	Text   string `json:"text"`
+	// Node is the node read, as sendonce inspect prints it, with its ancestors.
+	Node string `json:"node,omitempty"`
+	Box  *Box   `json:"box,omitempty"` // where it was read, in screen pixels
+	// Verdict is the cross-check of an OCR reading against the tree's text: agree,
+	// disagree, or ocr_cannot_read (the text's script is not among the OCR languages).
+	Verdict string `json:"verdict,omitempty"`
+	Why     string `json:"why,omitempty"`
 }
 
 // Item is a file item the app shows: its name, and its size as displayed where shown,

@@ -46,7 +46,7 @@ func newReplayServer(t *testing.T, fixture string) *replayServer {
 		t.Fatal(err)
 	}
 	fx := drv.Fixture()
-	ocr, err := tesseract.NewBanded()
+	ocr, err := tesseract.NewBanded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

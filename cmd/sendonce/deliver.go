@@ -23,7 +23,7 @@ import (
 // deliverFlags are deliver's inputs.
 type deliverFlags struct {
 	app, profile, to, destID, file, task, display, staging string
-	providerConfig, replay                                 string
+	providerConfig, replay, ocrLang                        string
 	lease, displayWait, sentItemTimeout                    time.Duration
 	dryRun                                                 bool
 }
@@ -44,6 +44,7 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	fs.DurationVar(&f.lease, "lease", sendonce.DefaultLease, "the claim's lease")
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long to wait for another delivery on this display to finish")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "claim nothing and cross nothing: say what the gate would decide and whether the title matches")
+	fs.StringVar(&f.ocrLang, "ocr-lang", "", "the OCR `LANGUAGES`, Tesseract's names joined by + (eng+chi_sim; default $SENDONCE_OCR_LANGS, else the profile's, else eng)")
 	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
 	if testHooks {
 		fs.StringVar(&f.replay, "replay", "", "testing: drive a recorded fixture `DIR` instead of the live desktop (no X server)")
@@ -186,20 +187,25 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, desk deskto
 	if err != nil {
 		return sendonce.DeliveryResult{}, err
 	}
-	if err := tesseract.LanguageAvailable("eng"); err != nil {
-		return sendonce.DeliveryResult{}, usagef("deliver: %v", err)
+	profile := req.Profile
+	if profile == nil {
+		profile, _ = env.profiles().Load(req.App) // an unknown app is the library's bad input
+	}
+	langs, err := env.ocrLanguages("deliver", f.ocrLang, profile)
+	if err != nil {
+		return sendonce.DeliveryResult{}, err
 	}
 	c, err := env.open(ctx)
 	if err != nil {
 		return sendonce.DeliveryResult{}, err
 	}
 	defer c.Close()
-	ocr, err := tesseract.NewBanded()
+	ocr, err := tesseract.NewBanded(langs)
 	if err != nil {
 		return sendonce.DeliveryResult{}, usagef("%v", err)
 	}
 	defer ocr.Close()
-	d := &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), AfterDurable: env.killpoint}
+	d := &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), OCRLanguages: langs, AfterDurable: env.killpoint}
 	res, err := d.Deliver(ctx, req)
 	if res.Outcome != "" {
 		env.print(res)
@@ -210,21 +216,41 @@ func (env *environment) deliver(ctx context.Context, f deliverFlags, desk deskto
 	return res, deliveryExit(res)
 }
 
+// ocrLanguages are the languages a command's OCR reads (sendonce.OCRLanguages: the
+// flag, else $SENDONCE_OCR_LANGS, else the profile's), each one's data installed.
+func (env *environment) ocrLanguages(cmd, flagValue string, p *driver.Profile) (vision.Languages, error) {
+	given := flagValue
+	if given == "" {
+		given = env.getenv("SENDONCE_OCR_LANGS")
+	}
+	langs, err := sendonce.OCRLanguages(given, p)
+	if err != nil {
+		return nil, usagef("%s: --ocr-lang (or SENDONCE_OCR_LANGS): %v", cmd, err)
+	}
+	for _, l := range langs {
+		if err := tesseract.LanguageAvailable(l); err != nil {
+			return nil, usagef("%s: %v", cmd, err)
+		}
+	}
+	return langs, nil
+}
+
 // mcpDeliverer is the MCP server's Deliverer: the live desktop, or a recorded fixture
 // (test builds), with one OCR engine; the func closes it.
 func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sendonce.Deliverer, func(), error) {
-	if err := tesseract.LanguageAvailable("eng"); err != nil {
-		return nil, nil, usagef("mcp: %v", err)
+	langs, err := env.ocrLanguages("mcp", "", nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
 	if replayDir != "" {
 		desk = replayDesktop(&deliverFlags{replay: replayDir})
 	}
-	ocr, err := tesseract.NewBanded()
+	ocr, err := tesseract.NewBanded(langs)
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
-	return &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
+	return &sendonce.Deliverer{Client: c, OpenDesktop: desk.open, OpenTree: desk.tree, OCR: desk.reader(ocr), OCRLanguages: langs, AfterDurable: env.killpoint}, func() { ocr.Close() }, nil
 }
 
 // deliveryExit is the exit a delivery's result gives: its outcome's, or not_sent's for

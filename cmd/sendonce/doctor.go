@@ -22,6 +22,7 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.Display, "display", "", "the X display (default $DISPLAY)")
 	fs.StringVar(&req.Staging, "staging", "", "the staging folder deliver would use (default as deliver's)")
 	fs.StringVar(&req.ProviderConfig, "provider-config", "", "the provider account `FILE` to log in with (or SENDONCE_XMPP_*)")
+	fs.StringVar(&req.OCRLanguages, "ocr-lang", "", "the OCR `LANGUAGES` deliver would read in (default $SENDONCE_OCR_LANGS, else the profile's, else eng)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -44,8 +45,11 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 	if req.Store, err = env.storeLocation(); err != nil {
 		return err
 	}
-	desk := sendonce.Desktop{OpenDesktop: openLive}
-	ocr, err := tesseract.New()
+	if req.OCRLanguages == "" {
+		req.OCRLanguages = env.getenv("SENDONCE_OCR_LANGS")
+	}
+	desk := sendonce.Desktop{OpenDesktop: openLive, LanguageData: tesseract.LanguageAvailable}
+	ocr, err := tesseract.New(nil)
 	if err != nil {
 		desk.OCRError = err
 	} else {

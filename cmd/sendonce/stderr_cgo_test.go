@@ -49,7 +49,7 @@ func TestStderrLinesSurviveABackgroundEngineLoad(t *testing.T) {
 	}
 	done := make(chan loaded, 1)
 	go func() {
-		c, err := tesseract.New()
+		c, err := tesseract.New(nil)
 		done <- loaded{c, err}
 	}()
 	written := 0

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,64 +11,113 @@ import (
 	"github.com/sendonce/sendonce/evidence"
 )
 
-// TestLiveTreeReadGatesTheChoice: Gajim's profile with its "wait for Open to be enabled"
-// read from the accessibility tree (a wait_node for the chooser's Open button, sensitive)
-// instead of inverted, thresholded OCR of the button's pixels delivers through the real
-// Gajim: sent_verified, one copy on the server, and the evidence records the button as
-// the app named it, in its dialog, sensitive.
+// The built-in Gajim profile reads what decides identity and the send from the app's
+// accessibility tree (the title, the typed path, the chooser's Open button, the file on
+// the send page, the Send button), and OCR cross-checks the title and the file's name
+// where the tree says they show. These tests deliver through the real Gajim, with names
+// in the scripts its users write them in.
+
+// TestLiveTreeReadGatesTheChoice: a delivery through the built-in profile is
+// sent_verified with one copy on the server; the title is read from the tree with OCR
+// agreeing, and the evidence records the chooser's Open button as the app named it, in
+// its dialog, sensitive, before the file was chosen.
 func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 	l := newLive(t)
-	b, err := os.ReadFile(filepath.Join("..", "..", "driver", "profiles", "gajim.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	replaced := false
-	steps := p["choose_file"].([]any)
-	for i, s := range steps {
-		if s.(map[string]any)["name"] == "wait for Open to be enabled" {
-			steps[i] = map[string]any{"name": "wait for Open to be enabled", "do": "wait_node", "class": "safe", "timeout": "5s",
-				"node": map[string]any{"role": "push button", "name": "Open", "states": []string{"sensitive"},
-					"under": map[string]any{"role": "file chooser", "name": "Choose File to Send…"}}}
-			replaced = true
-		}
-	}
-	if !replaced {
-		t.Fatal("gajim.json has no step named \"wait for Open to be enabled\" any more: update this test")
-	}
-	p["app"] = "gajim-tree"
-	profile := filepath.Join(t.TempDir(), "gajim-tree.json")
-	b, _ = json.Marshal(p)
-	os.WriteFile(profile, b, 0o644)
-
 	file, sum := l.file("tree-read.txt")
 	before := uploads(t, l.uploadDir())
-	args := l.deliverArgs(file, "Bob")
-	for i := range args {
-		if args[i] == "--app" {
-			args[i], args[i+1] = "--profile", profile
-		}
-	}
-	out, code := cli(t, liveEnv, args...)
-	m := decode(t, out)
-	l.noteBundle(m)
+	m, code, _ := l.deliver(file, "Bob")
 	l.wantSentVerified(m, code)
 	l.wantExactlyOneCopyEach(before, sum)
-	bundle, err := evidence.Verify(m["evidence"].(string), evidence.VerifyOptions{})
+	if m["title_sources"] != "accessibility_tree+ocr" {
+		t.Errorf("title_sources %v; want accessibility_tree+ocr (the app's own words, the screen agreeing)", m["title_sources"])
+	}
+	bundle := verifiedBundle(t, m)
+	var open []string
+	for _, r := range bundle.Records {
+		if r.Target != nil && r.Target.Method == "accessibility_tree" {
+			for _, w := range r.Target.Words {
+				if strings.Contains(w, `push button "Open" [`) {
+					open = append(open, w)
+				}
+			}
+		}
+	}
+	if len(open) != 1 || !strings.Contains(open[0], "sensitive") || !strings.Contains(open[0], `file chooser "Choose File to Send…"`) {
+		t.Fatalf("the evidence records %q of the Open button from the tree; want the chooser's Open button, sensitive, once", open)
+	}
+}
+
+// TestLiveNamesInTheirOwnScripts: a contact whose roster name is Chinese and a file
+// whose name is Chinese, and a name with an accent and an emoji, are each delivered
+// once (sent_verified, one copy on the server), and the same delivery again is refused.
+func TestLiveNamesInTheirOwnScripts(t *testing.T) {
+	for _, c := range []struct {
+		name, to, destID, file string
+		titleSources           string
+	}{
+		{"chinese", "张伟", "xmpp:zhangwei@localhost", "报告-第三季度.pdf", "accessibility_tree+ocr"},
+		{"accents and emoji", "Bob", "xmpp:bob@localhost", "Zoë 🚀 notes.txt", "accessibility_tree+ocr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLive(t)
+			file, sum := l.file(c.file)
+			before := uploads(t, l.uploadDir())
+			args := []string{"--dest-id", c.destID, "--ocr-lang", "eng+chi_sim", "--provider-config", l.providerConfig()}
+			m, code, _ := l.deliver(file, c.to, args...)
+			l.wantSentVerified(m, code)
+			l.wantExactlyOneCopyEach(before, sum)
+			if m["title_sources"] != c.titleSources {
+				t.Errorf("title_sources %v; want %s", m["title_sources"], c.titleSources)
+			}
+			again, code, _ := l.deliver(file, c.to, args...)
+			if code != exitConsumed || again["outcome"] != "refused" {
+				t.Fatalf("the same delivery again exited %d; want %d refused\n%s", code, exitConsumed, describe(again))
+			}
+			l.wantExactlyOneCopyEach(before, sum)
+		})
+	}
+}
+
+// TestLiveLookAlikeTitle: `deliver --to Bob` whose address opens the conversation of
+// Воb (a contact whose В and о are Cyrillic, drawn as Bob's letters) stops not_sent
+// before anything is chosen: the app's tree says Воb, whatever OCR reads, and the
+// evidence holds both readings.
+func TestLiveLookAlikeTitle(t *testing.T) {
+	l := newLive(t)
+	file, sum := l.file("look-alike.txt")
+	before := uploads(t, l.uploadDir())
+	m, code, _ := l.deliver(file, "Bob", "--dest-id", "xmpp:vob@localhost")
+	if code != exitNotSent || m["outcome"] != "not_sent" {
+		t.Fatalf("deliver exited %d; want %d not_sent\n%s", code, exitNotSent, describe(m))
+	}
+	if stopped, _ := m["stopped"].(string); !strings.Contains(stopped, `"Воb"`) {
+		t.Errorf("stopped: %q; want the title in the app's own words, Воb", stopped)
+	}
+	if fresh := newUploads(before, uploads(t, l.uploadDir())); countSHA(fresh, sum) != 0 {
+		t.Fatalf("the file reached the server: %v", fresh)
+	}
+	var readings []evidence.Reading
+	for _, r := range verifiedBundle(t, m).Records {
+		if o := r.Observed; o != nil && o.What == "conversation_title" {
+			readings = o.Readings
+		}
+	}
+	if len(readings) != 2 || readings[0].Source != "accessibility_tree" || readings[0].Text != "Воb" || readings[1].Source != "ocr" || readings[1].Text == "" {
+		t.Fatalf("the title's readings: %+v; want the tree's Воb and what OCR read beside it", readings)
+	}
+	t.Logf("the tree read %q (%s); OCR read %q: %s %s", readings[0].Text, readings[0].Node, readings[1].Text, readings[1].Verdict, readings[1].Why)
+}
+
+// verifiedBundle verifies a delivery's evidence bundle and returns it.
+func verifiedBundle(t *testing.T, m map[string]any) *evidence.Bundle {
+	t.Helper()
+	dir, _ := m["evidence"].(string)
+	if _, err := os.Stat(filepath.Join(dir)); dir == "" || err != nil {
+		t.Fatalf("no evidence bundle: %v %v", dir, err)
+	}
+	b, err := evidence.Verify(dir, evidence.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var read []string
-	for _, r := range bundle.Records {
-		if r.Target != nil && r.Target.Method == "accessibility_tree" {
-			read = append(read, r.Target.Words...)
-		}
-	}
-	if len(read) != 1 || !strings.Contains(read[0], `push button "Open" [`) || !strings.Contains(read[0], "sensitive") || !strings.Contains(read[0], `file chooser "Choose File to Send…"`) {
-		t.Fatalf("the evidence records %q from the tree; want the chooser's Open button, sensitive", read)
-	}
-	t.Logf("read from Gajim's tree: %s", read[0])
+	return b
 }

@@ -49,7 +49,7 @@ func BenchmarkLiveTypedPathReadBack(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	ocr, err := tesseract.New()
+	ocr, err := tesseract.New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,6 +268,39 @@ func TestLiveTypingReachesTheWindow(t *testing.T) {
 	}
 	if km, err := xproto.QueryKeymap(c).Reply(); err != nil || slices.ContainsFunc(km.Keys, func(b byte) bool { return b != 0 }) {
 		t.Fatalf("a key is still down after typing (%v): %v", err, km)
+	}
+
+	// Beyond ASCII (an accent, an emoji, Chinese, Cyrillic): each character on a spare
+	// key, one press each, and the keyboard map as it was afterwards.
+	beyond := "é🚀张В"
+	if err := d.Type(ctx, beyond); err != nil {
+		t.Fatal(err)
+	}
+	xproto.GetInputFocus(c).Reply()
+	presses, remaps := 0, 0
+	for {
+		ev, err := c.PollForEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev == nil {
+			break
+		}
+		switch e := ev.(type) {
+		case xproto.KeyPressEvent:
+			if e.Event == win {
+				presses++
+			}
+		case xproto.MappingNotifyEvent:
+			remaps++
+		}
+	}
+	if presses != len([]rune(beyond)) || remaps < len([]rune(beyond)) {
+		t.Errorf("typing %q: %d key presses and %d keyboard map changes; want one press a character, each after its map change", beyond, presses, remaps)
+	}
+	after, err := xproto.GetKeyboardMapping(c, setup.MinKeycode, byte(setup.MaxKeycode-setup.MinKeycode+1)).Reply()
+	if err != nil || !slices.Equal(after.Keysyms, m.Keysyms) {
+		t.Errorf("the keyboard map after typing beyond ASCII differs from before (%v): the spare key was not emptied again", err)
 	}
 
 	// CapsLock on: refused before any key, the window receives nothing.

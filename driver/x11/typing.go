@@ -18,8 +18,8 @@ import (
 // as XTest events") has what 300 paths typed so into the test bed's chooser showed.
 const typingPace = 2 * time.Millisecond
 
-// xtestTyping readies c to type printable ASCII as XTest key events on it (see
-// typeKeys); it fails where the server lacks XTest.
+// xtestTyping readies c to type text as XTest key events on it (see typeKeys); it
+// fails where the server lacks XTest.
 func xtestTyping(c *xgb.Conn) error {
 	if err := xtest.Init(c); err != nil {
 		return fmt.Errorf("XTest: %w", err)
@@ -34,12 +34,18 @@ var errNoKey = errors.New("not on the keyboard map")
 type keyboard struct {
 	keys  map[rune]keyOnMap
 	shift xproto.Keycode
+	// spare is a key the map leaves empty (0: none), and perKey the keysyms a key has:
+	// a character on no key is put on the spare key for its press (see typeKeys).
+	spare  xproto.Keycode
+	perKey int
 }
 
-// keyOnMap is a character's key: its keycode, and whether it needs Shift.
+// keyOnMap is a character's key: its keycode, and whether it needs Shift; or, for a
+// character on no key (code 0), the keysym to put on the spare key.
 type keyOnMap struct {
 	code  xproto.Keycode
 	shift bool
+	sym   xproto.Keysym
 }
 
 // readKeyboard reads the keyboard map now (another client may have changed it since
@@ -52,14 +58,38 @@ func readKeyboard(c *xgb.Conn) (keyboard, error) {
 		return keyboard{}, fmt.Errorf("reading the keyboard map: %w", err)
 	}
 	n := int(m.KeysymsPerKeycode)
-	k := keyboard{keys: keysOnMap(first, n, m.Keysyms)}
+	k := keyboard{keys: keysOnMap(first, n, m.Keysyms), perKey: n}
 	for i := 0; n > 0 && (i+1)*n <= len(m.Keysyms); i++ {
-		if m.Keysyms[i*n] == keysymShiftL {
+		if m.Keysyms[i*n] == keysymShiftL && k.shift == 0 {
 			k.shift = first + xproto.Keycode(i)
+		}
+	}
+	// The last empty key: where xdotool puts a character it finds on no key.
+	for i := len(m.Keysyms)/max(n, 1) - 1; n > 0 && i >= 0; i-- {
+		if empty(m.Keysyms[i*n : (i+1)*n]) {
+			k.spare = first + xproto.Keycode(i)
 			break
 		}
 	}
 	return k, nil
+}
+
+func empty(syms []xproto.Keysym) bool {
+	for _, s := range syms {
+		if s != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// keysymOf is the keysym that types r: its code for Latin-1, else 0x01000000 plus its
+// code (X11's rule for every Unicode character).
+func keysymOf(r rune) xproto.Keysym {
+	if r >= 0x20 && r <= 0x7e || r >= 0xa0 && r <= 0xff {
+		return xproto.Keysym(r)
+	}
+	return xproto.Keysym(0x01000000 | r)
 }
 
 const keysymShiftL = 0xffe1
@@ -86,16 +116,22 @@ func keysOnMap(first xproto.Keycode, perKey int, syms []xproto.Keysym) map[rune]
 	return out
 }
 
-// keysFor is the key of every character of text, or errNoKey naming the first that
-// has none (or needs Shift on a map without a Shift key).
+// keysFor is the key of every character of text: its own key, else the spare key with
+// the character's keysym put on it; or errNoKey naming the first character that has
+// none (a control character, a character that needs Shift on a map without a Shift
+// key, a character beyond ASCII on a map without an empty key).
 func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
 	out := make([]keyOnMap, 0, len(text))
 	for _, r := range text {
 		key, ok := k.keys[r]
-		if !ok || (key.shift && k.shift == 0) {
+		switch {
+		case ok && (!key.shift || k.shift != 0):
+			out = append(out, key)
+		case r >= 0xa0 && k.spare != 0 && k.perKey > 0 && r != 0xfffd:
+			out = append(out, keyOnMap{sym: keysymOf(r)})
+		default:
 			return nil, fmt.Errorf("%q: %w", r, errNoKey)
 		}
-		out = append(out, key)
 	}
 	return out, nil
 }
@@ -103,14 +139,41 @@ func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
 // typeKeys types the keys as XTest events on c: for each character its key pressed
 // and released (with Shift where the keyboard map has the character on a key's second
 // level), a checked request so that the server has handled them (and any error comes
-// back), then typingPace. It stops between characters when ctx ends.
-func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, keys []keyOnMap) error {
+// back), then typingPace. A character on no key is first put on the spare key (the
+// server tells every client of the new map before the press it then sends, so the app
+// reads the press with it), and the spare key is emptied again at the end. It stops
+// between characters when ctx ends.
+func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, keys []keyOnMap) (err error) {
 	fake := func(event byte, code xproto.Keycode) {
 		xtest.FakeInput(c, event, byte(code), 0, root, 0, 0, 0)
 	}
+	remap := func(sym xproto.Keysym) error {
+		syms := make([]xproto.Keysym, k.perKey)
+		for i := range syms {
+			syms[i] = sym
+		}
+		return xproto.ChangeKeyboardMappingChecked(c, 1, k.spare, byte(k.perKey), syms).Check()
+	}
+	var mapped xproto.Keysym
+	defer func() {
+		if mapped != 0 {
+			if rerr := remap(0); rerr != nil && err == nil {
+				err = fmt.Errorf("emptying the spare key again: %w", rerr)
+			}
+		}
+	}()
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if key.code == 0 {
+			if key.sym != mapped {
+				if err := remap(key.sym); err != nil {
+					return fmt.Errorf("putting %#x on the spare key %d: %w", key.sym, k.spare, err)
+				}
+				mapped = key.sym
+			}
+			key.code = k.spare
 		}
 		if key.shift {
 			fake(xproto.KeyPress, k.shift)

@@ -5,6 +5,7 @@ package x11
 import (
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/jezek/xgb/xproto"
@@ -23,14 +24,14 @@ func TestKeysOnMap(t *testing.T) {
 		0xe9, 0xc9, // 13: é, É: not ASCII, robotgo types them
 	}
 	got := keysOnMap(8, 2, syms)
-	want := map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}, '1': {9, false}, '!': {10, false}}
+	want := map[rune]keyOnMap{'a': {code: 8}, 'A': {code: 8, shift: true}, '1': {code: 9}, '!': {code: 10}}
 	if !maps.Equal(got, want) {
 		t.Errorf("keysOnMap = %v; want %v", got, want)
 	}
 	if got := keysOnMap(8, 1, syms); len(got) != 0 {
 		t.Errorf("one keysym a key (no second level): %v; want none", got)
 	}
-	if got, want := keysOnMap(8, 2, syms[:3]), map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}}; !maps.Equal(got, want) {
+	if got, want := keysOnMap(8, 2, syms[:3]), map[rune]keyOnMap{'a': {code: 8}, 'A': {code: 8, shift: true}}; !maps.Equal(got, want) {
 		t.Errorf("a map cut short within a key: %v; want only the whole key's %v", got, want)
 	}
 }
@@ -39,9 +40,9 @@ func TestKeysOnMap(t *testing.T) {
 // the first that has none, before any key is pressed; a character that needs Shift is
 // refused on a map without a Shift key.
 func TestKeysFor(t *testing.T) {
-	k := keyboard{keys: map[rune]keyOnMap{'a': {8, false}, 'A': {8, true}, '/': {9, false}}, shift: 11}
+	k := keyboard{keys: map[rune]keyOnMap{'a': {code: 8}, 'A': {code: 8, shift: true}, '/': {code: 9}}, shift: 11}
 	keys, err := k.keysFor("/aA")
-	if err != nil || len(keys) != 3 || keys[2] != (keyOnMap{8, true}) {
+	if err != nil || len(keys) != 3 || keys[2] != (keyOnMap{code: 8, shift: true}) {
 		t.Errorf("keysFor(/aA) = %v, %v", keys, err)
 	}
 	for _, tc := range []struct {
@@ -55,5 +56,25 @@ func TestKeysFor(t *testing.T) {
 		if keys, err := tc.kb.keysFor(tc.text); !errors.Is(err, errNoKey) || keys != nil {
 			t.Errorf("keysFor(%q) = %v, %v; want errNoKey and no keys", tc.text, keys, err)
 		}
+	}
+}
+
+// TestKeysForBeyondASCII: a character on no key is typed through the spare key with its
+// X11 keysym (Latin-1 its code, else 0x01000000 plus its code, emoji included); without
+// a spare key it is refused before any key is pressed.
+func TestKeysForBeyondASCII(t *testing.T) {
+	k := keyboard{keys: map[rune]keyOnMap{'a': {code: 8}}, shift: 11, spare: 250, perKey: 2}
+	keys, err := k.keysFor("aé张🚀")
+	want := []keyOnMap{{code: 8}, {sym: 0xe9}, {sym: 0x01005f20}, {sym: 0x0101f680}}
+	if err != nil || !slices.Equal(keys, want) {
+		t.Errorf("keysFor = %v, %v; want %v", keys, err, want)
+	}
+	k.spare = 0
+	if keys, err := k.keysFor("aé"); !errors.Is(err, errNoKey) || keys != nil {
+		t.Errorf("no spare key: keysFor = %v, %v; want errNoKey", keys, err)
+	}
+	k.spare = 250
+	if _, err := k.keysFor("a\u0085"); !errors.Is(err, errNoKey) {
+		t.Errorf("a control character beyond ASCII: %v; want errNoKey", err)
 	}
 }

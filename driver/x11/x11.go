@@ -132,8 +132,8 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 	if err := modifiersClear(d.conn, d.root); err != nil {
 		return err
 	}
-	if d.noXTest != nil || !isASCII(text) {
-		robotgo.Type(text) // beyond ASCII it maps a key of its own for each character
+	if d.noXTest != nil {
+		robotgo.Type(text)
 		return nil
 	}
 	k, err := readKeyboard(d.conn)
@@ -145,15 +145,6 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 		return fmt.Errorf("typing %q: %w", text, err)
 	}
 	return typeKeys(ctx, d.conn, d.root, k, keys)
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // drainEvents reads and drops the events and errors the server sends on c until it

@@ -144,20 +144,39 @@ func Open(ctx context.Context, address string) (*Bus, error) {
 	return &Bus{conn: conn}, nil
 }
 
+// dial connects to the bus at address. ctx bounds the connecting only: the connection
+// lives until Close (godbus closes a connection whose own context ends, so it is given
+// none that does), and a bus that does not answer the handshake is left behind.
 func dial(ctx context.Context, address string) (*dbus.Conn, error) {
-	conn, err := dbus.Dial(address, dbus.WithContext(ctx))
-	if err != nil {
-		return nil, err
+	type dialed struct {
+		conn *dbus.Conn
+		err  error
 	}
-	if err := conn.Auth(nil); err != nil {
-		conn.Close()
-		return nil, err
+	done := make(chan dialed, 1)
+	go func() {
+		conn, err := dbus.Dial(address, dbus.WithContext(context.WithoutCancel(ctx)))
+		if err == nil {
+			if err = conn.Auth(nil); err == nil {
+				err = conn.Hello()
+			}
+			if err != nil {
+				conn.Close()
+				conn = nil
+			}
+		}
+		done <- dialed{conn, err}
+	}()
+	select {
+	case d := <-done:
+		return d.conn, d.err
+	case <-ctx.Done():
+		go func() {
+			if d := <-done; d.conn != nil {
+				d.conn.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
-	if err := conn.Hello(); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
 }
 
 // Close closes the connection.

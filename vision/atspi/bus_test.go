@@ -113,3 +113,26 @@ func diff(want, got *Node) string {
 	}
 	return ""
 }
+
+// TestOpenOutlivesItsContext: the context Open is given bounds the connecting, not the
+// connection: a caller that opens under a step's deadline reads again after it.
+func TestOpenOutlivesItsContext(t *testing.T) {
+	addr := atspitest.PrivateBus(t)
+	app := atspitest.App(t, addr, tree(), false)
+	atspitest.Registry(t, addr, app)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	b, err := Open(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cancel()
+	if _, err := b.Application(context.Background(), uint32(os.Getpid())); err != nil {
+		t.Fatalf("a read after Open's context ended: %v; want the connection still open", err)
+	}
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := Open(ended, addr); err == nil {
+		t.Fatal("Open with an ended context connected; want its error")
+	}
+}

@@ -17,7 +17,7 @@ import (
 // location field read back whole relies on it); the same crop read without one shows
 // other characters, so the limit is what made the difference.
 func TestBandedKeepsTheCharset(t *testing.T) {
-	b, err := NewBanded()
+	b, err := NewBanded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

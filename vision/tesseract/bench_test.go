@@ -44,7 +44,7 @@ func chatFrame(tb testing.TB) *image.RGBA {
 
 func benchRead(b *testing.B, r image.Rectangle, prep vision.Prep, mode vision.Mode) {
 	b.Setenv("OMP_THREAD_LIMIT", "1") // only effective if set before the process started: scripts/bench does
-	c, err := New()
+	c, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func BenchmarkOCRFullScreen(b *testing.B) {
 
 // TestReadsRecordedHeader: OCR of a recorded frame's header reads the title exactly.
 func TestReadsRecordedHeader(t *testing.T) {
-	c, err := New()
+	c, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

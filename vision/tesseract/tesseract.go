@@ -29,16 +29,22 @@ type Client struct {
 	c *gosseract.Client
 }
 
-// New makes an English engine, its model loaded. It fails with a clear error when the
-// language data is missing. While it loads, gosseract points the process's file
+// New makes an engine that reads langs (English when nil), its models loaded. It fails
+// with a clear error, naming the Debian package to install, when a language's data is
+// missing. While it loads, gosseract points the process's file
 // descriptor 2 at /dev/null: call it before starting work that writes there, or write
 // to a duplicate of it (NewBanded's second engine loads beside the caller's work).
-func New() (*Client, error) {
-	if err := LanguageAvailable("eng"); err != nil {
-		return nil, err
+func New(langs vision.Languages) (*Client, error) {
+	if len(langs) == 0 {
+		langs = vision.DefaultLanguages
+	}
+	for _, l := range langs {
+		if err := LanguageAvailable(l); err != nil {
+			return nil, err
+		}
 	}
 	c := gosseract.NewClient()
-	if err := c.SetLanguage("eng"); err != nil {
+	if err := c.SetLanguage(langs...); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -79,7 +85,7 @@ func LanguageAvailable(lang string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("Tesseract language data %q is not installed (Debian: apt-get install tesseract-ocr-%s)", lang, lang)
+	return fmt.Errorf("Tesseract language data %q is not installed (Debian: apt-get install %s)", lang, vision.Package(lang))
 }
 
 // Close frees the engine.
@@ -147,15 +153,15 @@ type Banded struct {
 // at /dev/null (see New): a caller that writes to stderr meanwhile writes to a duplicate
 // of it, as the sendonce command does. A second engine that fails to load is never
 // used: the reads are then one engine's, as with one core.
-func NewBanded() (*Banded, error) {
-	first, err := New()
+func NewBanded(langs vision.Languages) (*Banded, error) {
+	first, err := New(langs)
 	if err != nil {
 		return nil, err
 	}
 	b := &Banded{first: first}
 	b.Engines = append(b.Engines, first)
 	for range min(runtime.NumCPU(), 2) - 1 {
-		l := &loading{done: make(chan struct{})}
+		l := &loading{langs: langs, done: make(chan struct{})}
 		go l.load()
 		b.others = append(b.others, l)
 		b.Engines = append(b.Engines, l)
@@ -177,6 +183,7 @@ func (b *Banded) Close() error {
 
 // loading is an engine loading in the background.
 type loading struct {
+	langs vision.Languages
 	done  chan struct{}
 	ready atomic.Bool
 	c     *Client
@@ -185,7 +192,7 @@ type loading struct {
 
 func (l *loading) load() {
 	defer close(l.done)
-	if l.c, l.err = New(); l.err == nil {
+	if l.c, l.err = New(l.langs); l.err == nil {
 		l.ready.Store(true)
 	}
 }
