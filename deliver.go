@@ -274,7 +274,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return c.store.RenewDisplay(ctx, display, lease)
 	})
 	res, err := runner.Deliver(runCtx)
-	out.TitleSources = res.TitleSources
+	out.TitleSources, out.AccessibilityTree = res.TitleSources, res.Tree
 	stopRenewing(nil)
 	if rerr := <-renewed; rerr != nil {
 		c.warn("lease renewal refused: stopped", rerr, Event{DispatchID: dispatch})

@@ -268,7 +268,10 @@ type DeliveryResult struct {
 	// "accessibility_tree+ocr" (the app's own words, and the screen agreed),
 	// "accessibility_tree (why OCR could not read it)", or "ocr" (no tree: a weaker read).
 	TitleSources string `json:"title_sources,omitempty"`
-	Gate         string `json:"gate,omitempty"` // granted, or the status that refused
+	// AccessibilityTree says, for a profile that reads the app's accessibility tree,
+	// "read", or why it could not be and that OCR read in its place.
+	AccessibilityTree string `json:"accessibility_tree,omitempty"`
+	Gate              string `json:"gate,omitempty"` // granted, or the status that refused
 }
 
 // VerifyResult is a verified evidence bundle.

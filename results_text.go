@@ -190,6 +190,9 @@ func (r DeliveryResult) WriteText(w io.Writer) {
 	case r.TitleSources != "":
 		fmt.Fprintf(w, "title read: %s\n", r.TitleSources)
 	}
+	if r.AccessibilityTree != "" && r.AccessibilityTree != "read" {
+		fmt.Fprintf(w, "accessibility tree: %s\n", r.AccessibilityTree)
+	}
 	if r.DryRun {
 		fmt.Fprintf(w, "dry run: the gate says %s; the visible title matches: %v; a real run would proceed: %v\n", r.Gate, isTrue(r.TitleMatches), isTrue(r.WouldProceed))
 	}

@@ -40,6 +40,12 @@ type Profile struct {
 	Timings Timings `json:"timings"`
 	// Title is where the conversation's visible title is read.
 	Title Read `json:"title"`
+	// Tree says whether deliveries need the app's accessibility tree: "required" stops
+	// a delivery, before anything is touched, when the app publishes none; "" (the
+	// default) lets OCR read in its place (the steps that name a node fall back to their
+	// OCR fields; wait_node and click_node steps, which have none, stop), and the result
+	// and the evidence say so.
+	Tree string `json:"tree,omitempty"`
 	// OCRLanguages are the OCR languages this app's deliveries read in when the user
 	// names none (--ocr-lang, SENDONCE_OCR_LANGS): Tesseract's names joined by +
 	// ("eng+chi_sim"); English when empty.
@@ -403,6 +409,13 @@ func (p *Profile) namesShown(fileName string) bool {
 	return false
 }
 
+// nodeSteps are the step kinds that may name a node: the tree's own, and those whose
+// OCR the tree replaces where there is one.
+var nodeSteps = map[string]bool{"wait_node": true, "wait_node_gone": true, "click_node": true, "wait_text": true, "click_text": true, "wait_gone": true}
+
+// TreeRequired is Profile.Tree for a profile that reads nothing without the tree.
+const TreeRequired = "required"
+
 // choosingSends is the Crosses of a step that chooses the file and thereby sends it.
 const choosingSends = "choose_file,send"
 
@@ -576,6 +589,9 @@ func (p *Profile) validate() error {
 			return err
 		}
 	}
+	if p.Tree != "" && p.Tree != TreeRequired {
+		return fmt.Errorf("profile %s: tree: %q; it is \"required\" or absent (OCR reads where the app publishes no tree)", p.App, p.Tree)
+	}
 	if p.OCRLanguages != "" {
 		if _, err := vision.ParseLanguages(p.OCRLanguages); err != nil {
 			return fmt.Errorf("profile %s: ocr_languages: %v", p.App, err)
@@ -647,8 +663,10 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: whole_line is for wait_text steps, without suffix or exact", where)
 			case s.Do == "read_field" && (s.Text == "" || s.Window == "" || s.Class != evidence.Safe):
 				return fmt.Errorf("%s: a read_field step is safe and names the text the field must hold and the dialog (window) it is in", where)
-			case (s.Do == "wait_node" || s.Do == "wait_node_gone" || s.Do == "click_node") != (s.Node != nil):
-				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and they need one", where)
+			case (s.Do == "wait_node" || s.Do == "wait_node_gone" || s.Do == "click_node") && s.Node == nil:
+				return fmt.Errorf("%s: a %s step needs a node", where, s.Do)
+			case s.Node != nil && !nodeSteps[s.Do]:
+				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and for wait_text, click_text and wait_gone (read from the tree where there is one, by OCR where not)", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

@@ -68,6 +68,8 @@ type Runner struct {
 	Languages vision.Languages
 
 	titleSources string // where the title checked came from (titleRead.sources)
+	treeOK       bool   // the app's tree answered when the delivery began (probeTree)
+	treeNote     string // what the result says of the tree (Result.Tree)
 
 	window  Window
 	crossed bool // a crossing was made: from here on, nothing may be retried
@@ -90,6 +92,9 @@ type Result struct {
 	// TitleSources says where the checked title came from: "accessibility_tree+ocr",
 	// "accessibility_tree (why OCR could not read it)", or "ocr" (no tree).
 	TitleSources string
+	// Tree says, for a profile that reads the app's accessibility tree, whether it was
+	// read ("read"), or why not and that OCR read in its place.
+	Tree string
 }
 
 func (r *Runner) progress(format string, args ...any) {
@@ -121,7 +126,7 @@ func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 		r.finalReads(fctx)
 		cancel()
 	}
-	res := Result{Crossed: r.crossed, TitleSources: r.titleSources}
+	res := Result{Crossed: r.crossed, TitleSources: r.titleSources, Tree: r.treeNote}
 	if err != nil {
 		res.Stopped = err.Error()
 		if !r.crossed && !errors.Is(err, ErrStopped) {
@@ -133,6 +138,9 @@ func (r *Runner) Deliver(ctx context.Context) (Result, error) {
 
 func (r *Runner) deliver(ctx context.Context) error {
 	if err := r.findWindow(ctx); err != nil {
+		return err
+	}
+	if err := r.probeTree(ctx); err != nil {
 		return err
 	}
 	if err := r.Driver.Activate(ctx, r.window); err != nil {
@@ -706,6 +714,12 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 		res.Inputs = []evidence.Input{evidence.ClickInput(p.X, p.Y)}
 		return d.Click(ctx, p)
 	case "click_text", "wait_text", "hover_text":
+		if s.Node != nil && r.treeOK {
+			if s.Do == "click_text" {
+				return r.clickNode(ctx, s, res)
+			}
+			return r.waitNode(ctx, s, res)
+		}
 		region, err := r.region(ctx, s)
 		if err != nil {
 			return err
@@ -748,6 +762,10 @@ func (r *Runner) perform(ctx context.Context, s Step, res *evidence.Record) erro
 	case "read_field":
 		return r.readField(ctx, s, res)
 	case "wait_gone":
+		if s.Node != nil && r.treeOK {
+			_, err := r.awaitNode(ctx, s, false, res)
+			return err
+		}
 		return r.waitGone(ctx, s, res)
 	case "wait_node", "wait_node_gone":
 		return r.waitNode(ctx, s, res)
@@ -1256,6 +1274,9 @@ func countSized(items []evidence.Item, size int64, needSize bool) int {
 // whether the visible title matches.
 func (r *Runner) DryRun(ctx context.Context) (bool, error) {
 	if err := r.findWindow(ctx); err != nil {
+		return false, err
+	}
+	if err := r.probeTree(ctx); err != nil {
 		return false, err
 	}
 	if err := r.Driver.Activate(ctx, r.window); err != nil {

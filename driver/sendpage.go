@@ -25,7 +25,7 @@ type pageItems struct {
 
 // treeSendPage says whether the send page is read from the tree.
 func (r *Runner) treeSendPage() bool {
-	return r.Profile.SendPage.Node != nil && r.Tree != nil && r.window.PID != 0
+	return r.Profile.SendPage.Node != nil && r.treeOK
 }
 
 // readPageTree reads the send page's items from the tree: each node that shows,

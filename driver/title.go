@@ -149,7 +149,7 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 		return titleRead{}, err
 	}
 	read := titleRead{region: region}
-	if t.Node != nil && r.Tree != nil && r.window.PID != 0 {
+	if t.Node != nil && r.treeOK {
 		n, path, err := r.titleNode(ctx, region)
 		if err != nil {
 			return titleRead{}, err

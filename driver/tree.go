@@ -76,6 +76,50 @@ var topLevelRoles = map[string]bool{"frame": true, "dialog": true, "file chooser
 // treePoll is how often a wait reads the tree again.
 const treePoll = 50 * time.Millisecond
 
+// probeTime bounds the first read of the app's tree, before anything is touched.
+const probeTime = 5 * time.Second
+
+// probeTree reads the app's main window's tree once, before anything is touched, where
+// the profile reads the tree: the steps that name a node read it from then on. Without
+// a tree (none given, the app publishes none, the bus does not answer) a profile that
+// requires it stops here; else OCR reads in the tree's place, the steps that read only
+// the tree (wait_node, click_node) stop when they come, and the evidence and the result
+// say so.
+func (r *Runner) probeTree(ctx context.Context) error {
+	if !r.Profile.ReadsTree() {
+		return nil
+	}
+	var err error
+	switch {
+	case r.Tree == nil:
+		err = errors.New("this desktop gives no accessibility tree (a replay, or opened without one)")
+	case r.window.PID == 0:
+		err = errors.New("the app's window names no process id (_NET_WM_PID) to find its tree by")
+	default:
+		pctx, cancel := context.WithTimeout(ctx, probeTime)
+		_, err = r.Tree.Snapshot(pctx, r.window.PID, &atspi.Match{Name: r.window.Title})
+		cancel()
+	}
+	r.treeOK, r.treeNote = err == nil, "read"
+	text := "the app's accessibility tree answered"
+	if err != nil {
+		r.treeNote = fmt.Sprintf("unavailable (%v): OCR read in its place", err)
+		text = "unavailable: " + err.Error()
+	}
+	if _, rerr := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "read the app's accessibility tree",
+		Observed: &evidence.Observation{What: "accessibility_tree", DispatchID: r.dispatchID(), Readings: []evidence.Reading{{Source: SourceTree, Text: text}}}}); rerr != nil {
+		return rerr
+	}
+	if err != nil && r.Profile.Tree == TreeRequired {
+		r.progress("%-10s %-32s %v: stopping before anything is touched", "safe", "read the app's tree", err)
+		return fmt.Errorf("%w: %w: the profile requires it (tree: required): %v; sendonce doctor says what to install or set", ErrStopped, ErrNoTree, err)
+	}
+	if err != nil {
+		r.progress("%-10s %-32s unavailable (%v): OCR reads in its place", "safe", "read the app's tree", err)
+	}
+	return nil
+}
+
 // waitNode waits (the step's timeout) until exactly one node that shows matches the
 // step's node (wait_node), or none does (wait_node_gone); the result records the node
 // read as its target.
@@ -108,8 +152,8 @@ func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) er
 // (present), or none does, within the step's timeout; it records the nodes read last as
 // the result's target and returns the one found.
 func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evidence.Record) (*atspi.Node, error) {
-	if r.Tree == nil || r.window.PID == 0 {
-		return nil, fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (a replay, or a desktop opened without it); see sendonce inspect", ErrNoTree)
+	if !r.treeOK {
+		return nil, fmt.Errorf("%w: the step reads the app's accessibility tree and there is none here (%s); see sendonce doctor and sendonce inspect", ErrNoTree, r.treeNote)
 	}
 	m := s.Node.match(r.Vars)
 	// Only the top-level window the node's outermost ancestor names is read (a chooser's

@@ -115,12 +115,15 @@ func TestWaitNodeStopsBeforeTheBoundary(t *testing.T) {
 func TestProfileNodeFields(t *testing.T) {
 	base := `{"app":"x","process":"x","choose_file":[%s,{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
 	for step, want := range map[string]string{
-		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"push button","name":"Open"}}`:  "",
-		`{"name":"w","do":"wait_node","class":"safe"}`:                                              "node is for wait_node",
-		`{"name":"w","do":"wait_text","class":"safe","text":"x","node":{"role":"label"}}`:           "node is for wait_node",
-		`{"name":"w","do":"wait_node","class":"safe","node":{"name":"Open"}}`:                       "by its role",
-		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","pattern":"("}}`:        "node pattern",
-		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","under":{"name":"d"}}}`: "by its role",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"push button","name":"Open"}}`:       "",
+		`{"name":"w","do":"wait_node","class":"safe"}`:                                                   "a wait_node step needs a node",
+		`{"name":"w","do":"click_node","class":"safe"}`:                                                  "a click_node step needs a node",
+		`{"name":"w","do":"wait_text","class":"safe","text":"x","node":{"role":"label"}}`:                "",
+		`{"name":"w","do":"key","keys":"a","class":"safe","node":{"role":"label"}}`:                      "node is for wait_node",
+		`{"name":"w","do":"hover_offset","class":"safe","offset":{"x":1,"y":1},"node":{"role":"label"}}`: "node is for wait_node",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"name":"Open"}}`:                            "by its role",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","pattern":"("}}`:             "node pattern",
+		`{"name":"w","do":"wait_node","class":"safe","node":{"role":"label","under":{"name":"d"}}}`:      "by its role",
 	} {
 		_, err := ParseProfile([]byte(strings.Replace(base, "%s", step, 1)))
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {

@@ -74,7 +74,7 @@ var (
 	gateActions   = set("claim", "check", "cross", "renew", "record")
 	gateDecisions = set("ok", "refused", "crossed")
 	boundaries    = set("", string(gate.OpenPicker), string(gate.ChooseFile), string(gate.Send))
-	observed      = set("sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition")
+	observed      = set("sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition", "accessibility_tree")
 	phases        = set("", "before_send", "after_send", "final")
 	lookupResults = set("found", "absent", "cant_tell")
 	inputKinds    = set("key", "click", "move", "type_text", "type_path")

@@ -198,7 +198,7 @@ type OCRWord struct {
 
 // Observation is something read from the screen.
 type Observation struct {
-	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition"
+	What       string `json:"what"`            // "sent_items", "conversation_title", "send_page_items", "send_page_marks", "condition", "accessibility_tree"
 	Phase      string `json:"phase,omitempty"` // "before_send", "after_send" or "final" (required for sent_items)
 	DispatchID string `json:"dispatch_id"`     // the attempt this observation was made for
 	Title      string `json:"title,omitempty"`
