@@ -30,7 +30,7 @@ type accessibility struct {
 // snapshotTime bounds one read of an app's tree (a step's wait bounds it too).
 const snapshotTime = 5 * time.Second
 
-func (t *accessibility) Snapshot(ctx context.Context, pid int, windows *atspi.Match) (*atspi.Node, error) {
+func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.TreeScope) (*atspi.Node, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bus == nil {
@@ -50,7 +50,7 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int, windows *atspi.Ma
 		}
 		t.apps[pid] = app
 	}
-	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: windows})
+	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}

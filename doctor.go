@@ -233,7 +233,7 @@ func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver
 	fix := "GTK 3 apps: install Debian's libatk-adaptor and start the app without NO_AT_BRIDGE=1; Qt apps: set QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 and have the session's accessibility bus (at-spi2-core) running before the app starts"
 	tree, closeTree := OpenAccessibility(ctx, display)
 	defer closeTree()
-	root, err := tree.Snapshot(ctx, w.PID, nil)
+	root, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{})
 	switch {
 	case err != nil && p.Tree == driver.TreeRequired:
 		return "accessibility", err, "", fix

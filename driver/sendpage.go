@@ -38,7 +38,7 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
 	defer cancel()
-	root, err := r.Tree.Snapshot(ctx, r.window.PID, &atspi.Match{Name: r.window.Title})
+	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: boxOf(region)})
 	if err != nil {
 		return pageItems{}, fmt.Errorf("%w: reading the send page: %v", ErrNoTree, err)
 	}

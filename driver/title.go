@@ -191,7 +191,7 @@ func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.
 	m := r.Profile.Title.Node.match(r.Vars)
 	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
 	defer cancel()
-	root, err := r.Tree.Snapshot(ctx, r.window.PID, &atspi.Match{Name: r.window.Title})
+	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: boxOf(region)})
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: reading the title: %v", ErrNoTree, err)
 	}
@@ -208,6 +208,11 @@ func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.
 		return in[0], strings.Join(pathTo(root, in[0]), " > "), nil
 	}
 	return nil, "", fmt.Errorf("%d nodes show as the title (%s) in the title's region: refusing to guess (name an ancestor in title.node.under)", len(in), m)
+}
+
+// boxOf is a screen rectangle as the tree gives extents.
+func boxOf(r image.Rectangle) *atspi.Box {
+	return &atspi.Box{X: r.Min.X, Y: r.Min.Y, W: r.Dx(), H: r.Dy()}
 }
 
 // nodeText is what a node says: its name, or the text it holds where it has no name.

@@ -16,9 +16,16 @@ import (
 // Tree reads what an app publishes of its widgets on the accessibility bus: the app's
 // own words for what it shows (vision/atspi).
 type Tree interface {
-	// Snapshot reads what shows of the tree of the app whose process is pid: of its
-	// top-level windows that match windows, or of all when it is nil.
-	Snapshot(ctx context.Context, pid int, windows *atspi.Match) (*atspi.Node, error)
+	// Snapshot reads what shows of the tree of the app whose process is pid, within
+	// scope.
+	Snapshot(ctx context.Context, pid int, scope TreeScope) (*atspi.Node, error)
+}
+
+// TreeScope is what a snapshot reads: the app's top-level windows that match Windows
+// (all when nil), and of them what meets Within on screen (all when nil).
+type TreeScope struct {
+	Windows *atspi.Match
+	Within  *atspi.Box
 }
 
 // ErrNoTree: the profile reads the app's accessibility tree, and there is none to read.
@@ -97,7 +104,7 @@ func (r *Runner) probeTree(ctx context.Context) error {
 		err = errors.New("the app's window names no process id (_NET_WM_PID) to find its tree by")
 	default:
 		pctx, cancel := context.WithTimeout(ctx, probeTime)
-		_, err = r.Tree.Snapshot(pctx, r.window.PID, &atspi.Match{Name: r.window.Title})
+		_, err = r.Tree.Snapshot(pctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}})
 		cancel()
 	}
 	r.treeOK, r.treeNote = err == nil, "read"
@@ -169,7 +176,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	defer cancel()
 	var last []*atspi.Node
 	for {
-		tree, err := r.Tree.Snapshot(ctx, r.window.PID, windows)
+		tree, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: windows})
 		if err == nil {
 			last = m.Find(tree)
 			if present && len(last) == 1 || !present && len(last) == 0 {

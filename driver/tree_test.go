@@ -22,7 +22,8 @@ type chooser struct {
 	windows *atspi.Match // what the last snapshot was asked to keep
 }
 
-func (c *chooser) Snapshot(_ context.Context, pid int, windows *atspi.Match) (*atspi.Node, error) {
+func (c *chooser) Snapshot(_ context.Context, pid int, scope TreeScope) (*atspi.Node, error) {
+	windows := scope.Windows
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pid != c.pid {

@@ -3,10 +3,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/evidence"
 )
@@ -120,4 +126,92 @@ func verifiedBundle(t *testing.T, m map[string]any) *evidence.Bundle {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestLiveTreeStopsAnswering: Gajim's accessibility bus stops answering (its
+// dbus-daemon SIGSTOPped) in the middle of a delivery. The step reading the tree times
+// out, nothing hangs (the process exits within its bounds), and the outcome follows
+// the boundary: before any crossing not_sent, after choose_file's send_status_unknown.
+func TestLiveTreeStopsAnswering(t *testing.T) {
+	for _, c := range []struct {
+		name, after string // the progress line after which the bus stops
+		outcome     string
+		code        int
+	}{
+		{"before a crossing", "open the send page", "not_sent", exitNotSent},
+		{"after choose_file", "choose the file", "send_status_unknown", exitUnknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLive(t)
+			bus := a11yBusDaemon(t, l.bed.get(t, "A11Y_BUS"))
+			file, sum := l.file("bus-stops.txt")
+			before := uploads(t, l.uploadDir())
+			cmd := exec.Command(self(t), l.deliverArgs(file, "Bob")...)
+			cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), liveEnv...)
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			stopped := false
+			defer func() {
+				if stopped {
+					syscall.Kill(bus, syscall.SIGCONT)
+				}
+			}()
+			lines := bufio.NewScanner(stderr)
+			for lines.Scan() {
+				if !stopped && strings.Contains(lines.Text(), c.after) && strings.Contains(lines.Text(), " ok ") {
+					if err := syscall.Kill(bus, syscall.SIGSTOP); err != nil {
+						t.Fatal(err)
+					}
+					stopped = true
+					t.Logf("bus daemon %d stopped after %q", bus, lines.Text())
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				t.Fatal("the delivery did not end within 2 minutes of its start with the bus stopped: it hangs")
+			}
+			syscall.Kill(bus, syscall.SIGCONT)
+			stopped = false
+			if !strings.Contains(out.String(), "{") {
+				t.Fatalf("no result printed (exit %d)", cmd.ProcessState.ExitCode())
+			}
+			m := decode(t, out.String())
+			l.noteBundle(m)
+			if code := cmd.ProcessState.ExitCode(); code != c.code || m["outcome"] != c.outcome {
+				t.Fatalf("deliver exited %d; want %d %s\n%s", code, c.code, c.outcome, describe(m))
+			}
+			if c.outcome == "not_sent" {
+				if fresh := newUploads(before, uploads(t, l.uploadDir())); countSHA(fresh, sum) != 0 {
+					t.Fatalf("not_sent, and the file reached the server: %v", fresh)
+				}
+			}
+		})
+	}
+}
+
+// a11yBusDaemon is the process id of the dbus-daemon serving the accessibility bus at
+// address (the test bed's state names it).
+func a11yBusDaemon(t *testing.T, address string) int {
+	t.Helper()
+	path := strings.TrimPrefix(strings.Split(address, ",")[0], "unix:path=")
+	out, err := exec.Command("pgrep", "-f", "--", "--address=unix:path="+path).Output()
+	if err != nil {
+		t.Fatalf("no dbus-daemon serving %s: %v", path, err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(out), &pid); err != nil {
+		t.Fatalf("pgrep: %q: %v", out, err)
+	}
+	return pid
 }

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -261,6 +263,10 @@ type Limits struct {
 	// Windows, when set, keeps only the root's children (an app's top-level windows)
 	// that match it, and what lies below them: a read of one dialog skips the others.
 	Windows *Match
+	// Within, when set, leaves out what lies outside it on screen: a node whose extents
+	// do not meet it, and what lies below that node (a read of a window's header skips
+	// its conversation).
+	Within *Box
 }
 
 func (l Limits) orDefaults() Limits {
@@ -283,32 +289,44 @@ var ErrTooBig = errors.New("accessibility subtree over the snapshot's limits")
 // error, never a silently cut one.
 func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, error) {
 	l := limits.orDefaults()
-	ctx, cancel := context.WithTimeout(ctx, l.Time)
+	ctx, cancel := context.WithTimeoutCause(ctx, l.Time, errSlowApp)
 	defer cancel()
-	count := 0
+	// The reads go out side by side (snapshotCalls nodes at a time, each node's calls at
+	// once): the app answers them one after the other, without a round trip between.
+	var count atomic.Int64
+	slots := make(chan struct{}, snapshotCalls)
 	var read func(r Ref, depth int) (*Node, error)
 	read = func(r Ref, depth int) (*Node, error) {
-		if count++; count > l.Nodes {
+		if count.Add(1) > int64(l.Nodes) {
 			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooBig, l.Nodes)
 		}
-		n, err := b.node(ctx, r)
+		slots <- struct{}{}
+		n, kids, err := b.node(ctx, r)
+		<-slots
 		if err != nil {
 			return nil, err
 		}
-		if l.ShowingOnly && depth > 0 && !n.Has("showing") || depth == 1 && l.Windows != nil && !l.Windows.self(n) {
+		if l.ShowingOnly && depth > 0 && !n.Has("showing") || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
+			depth > 1 && l.Within != nil && n.Extents != nil && !n.Extents.meets(*l.Within) {
 			return nil, nil
-		}
-		kids, err := b.children(ctx, r)
-		if err != nil {
-			return nil, fmt.Errorf("the children of %s %q: %w", n.Role, n.Name, err)
 		}
 		if len(kids) > 0 && depth+1 > l.Depth {
 			return nil, fmt.Errorf("%w: deeper than %d", ErrTooBig, l.Depth)
 		}
-		for _, k := range kids {
-			c, err := read(k, depth+1)
-			if err != nil {
-				return nil, err
+		children := make([]*Node, len(kids))
+		errs := make([]error, len(kids))
+		var wg sync.WaitGroup
+		for i, k := range kids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				children[i], errs[i] = read(k, depth+1)
+			}()
+		}
+		wg.Wait()
+		for i, c := range children {
+			if errs[i] != nil {
+				return nil, errs[i]
 			}
 			if c != nil {
 				n.Children = append(n.Children, c)
@@ -318,44 +336,110 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 	}
 	n, err := read(root, 0)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, ctx.Err())
+		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, context.Cause(ctx))
 	}
 	return n, err
 }
 
-// node reads one object: role, name, states, and where it has them, extents and text.
-func (b *Bus) node(ctx context.Context, r Ref) (*Node, error) {
+// meets says whether two boxes share a pixel.
+func (b Box) meets(o Box) bool {
+	return b.X < o.X+o.W && o.X < b.X+b.W && b.Y < o.Y+o.H && o.Y < b.Y+b.H
+}
+
+// errSlowApp is a snapshot's cause when its time ran out.
+var errSlowApp = fmt.Errorf("%w", context.DeadlineExceeded)
+
+// snapshotCalls is how many nodes a snapshot reads at once.
+const snapshotCalls = 16
+
+// node reads one object: role, name, states, children, and where it has them, extents
+// and text; the calls go out together.
+func (b *Bus) node(ctx context.Context, r Ref) (*Node, []Ref, error) {
 	n := &Node{Ref: r}
-	if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
-		return nil, fmt.Errorf("the role of %s: %w", r.Path, err)
-	}
-	if err := b.property(ctx, r, IfaceAccessible, "Name", &n.Name); err != nil {
-		return nil, fmt.Errorf("the name of %s: %w", r.Path, err)
-	}
 	var bits []uint32
-	if err := b.call(ctx, r, IfaceAccessible+".GetState").Store(&bits); err != nil {
-		return nil, fmt.Errorf("the states of %s: %w", r.Path, err)
+	var ifaces []string
+	var kids []Ref
+	err := together(
+		func() error {
+			if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
+				return fmt.Errorf("the role of %s: %w", r.Path, err)
+			}
+			return nil
+		},
+		func() error {
+			if err := b.property(ctx, r, IfaceAccessible, "Name", &n.Name); err != nil {
+				return fmt.Errorf("the name of %s: %w", r.Path, err)
+			}
+			return nil
+		},
+		func() error {
+			if err := b.call(ctx, r, IfaceAccessible+".GetState").Store(&bits); err != nil {
+				return fmt.Errorf("the states of %s: %w", r.Path, err)
+			}
+			return nil
+		},
+		func() error {
+			if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
+				return fmt.Errorf("the interfaces of %s: %w", r.Path, err)
+			}
+			return nil
+		},
+		func() (err error) {
+			if kids, err = b.children(ctx, r); err != nil {
+				return fmt.Errorf("the children of %s: %w", r.Path, err)
+			}
+			return nil
+		},
+	)
+	if err != nil {
+		return nil, nil, err
 	}
 	n.States = stateNames(bits)
-	var ifaces []string
-	if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
-		return nil, fmt.Errorf("the interfaces of %s: %w", r.Path, err)
-	}
+	var more []func() error
 	for _, i := range ifaces {
 		switch i {
 		case IfaceComponent:
-			var box struct{ X, Y, W, H int32 }
-			if err := b.call(ctx, r, IfaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {
-				return nil, fmt.Errorf("the extents of %s: %w", r.Path, err)
-			}
-			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
+			more = append(more, func() error {
+				var box struct{ X, Y, W, H int32 }
+				if err := b.call(ctx, r, IfaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {
+					return fmt.Errorf("the extents of %s: %w", r.Path, err)
+				}
+				n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
+				return nil
+			})
 		case IfaceText:
-			if err := b.call(ctx, r, IfaceText+".GetText", int32(0), int32(-1)).Store(&n.Text); err != nil {
-				return nil, fmt.Errorf("the text of %s: %w", r.Path, err)
-			}
+			more = append(more, func() error {
+				if err := b.call(ctx, r, IfaceText+".GetText", int32(0), int32(-1)).Store(&n.Text); err != nil {
+					return fmt.Errorf("the text of %s: %w", r.Path, err)
+				}
+				return nil
+			})
 		}
 	}
-	return n, nil
+	if err := together(more...); err != nil {
+		return nil, nil, err
+	}
+	return n, kids, nil
+}
+
+// together runs the calls at once and returns the first one's error, in their order.
+func together(calls ...func() error) error {
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stateNames turns AT-SPI's state set (bit i of word i/32) into names, sorted.

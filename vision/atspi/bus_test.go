@@ -136,3 +136,40 @@ func TestOpenOutlivesItsContext(t *testing.T) {
 		t.Fatal("Open with an ended context connected; want its error")
 	}
 }
+
+// TestSnapshotWithin: a snapshot within a box leaves out the nodes (below the app's
+// windows) whose extents do not meet it, with what lies below them; nodes without
+// extents are kept.
+func TestSnapshotWithin(t *testing.T) {
+	addr := atspitest.PrivateBus(t)
+	served := tree()
+	frame := served.Children[0]
+	frame.Extents = &Box{X: 0, Y: 0, W: 800, H: 600}
+	frame.Children[0].Extents = &Box{X: 10, Y: 10, W: 100, H: 20}  // the label: in the header
+	frame.Children[2].Extents = &Box{X: 10, Y: 500, W: 100, H: 30} // Send Files: below it
+	app := atspitest.App(t, addr, served, false)
+	atspitest.Registry(t, addr, app)
+	ctx := context.Background()
+	b, err := Open(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a, err := b.Application(ctx, uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Snapshot(ctx, a.Ref, Limits{Within: &Box{X: 0, Y: 0, W: 800, H: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len((Match{Role: "push button", Name: "Send Files"}).Find(got)); n != 0 {
+		t.Errorf("a node outside the box was read: %s", got)
+	}
+	if n := len((Match{Role: "label"}).Find(got)); n != 1 {
+		t.Errorf("the node inside the box: %d found; want 1", n)
+	}
+	if n := len((Match{Role: "text"}).Find(got)); n != 1 {
+		t.Errorf("a node without extents: %d found; want it kept", n)
+	}
+}
