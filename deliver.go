@@ -625,7 +625,7 @@ func (d *Deliverer) abandon(ctx context.Context, permit *store.Permit, rec *evid
 func (d *Deliverer) dryRun(ctx context.Context, r *driver.Runner, rec *evidence.Recorder, out DeliveryResult) (DeliveryResult, error) {
 	matches, err := r.DryRun(ctx)
 	rec.Close()
-	out.TitleMatches, out.TitleSources = &matches, r.TitleSources()
+	out.TitleMatches, out.TitleSources, out.AccessibilityTree = &matches, r.TitleSources(), r.TreeStatus()
 	proceed := *out.WouldProceed && matches
 	out.WouldProceed = &proceed
 	out.Outcome = "dry_run"

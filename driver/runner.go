@@ -998,13 +998,15 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		}
 		out.atEnd = blank(out.end)
 	}
+	// A title whose two sources disagree, or that the tree cannot give, is no title: the
+	// read confirms nothing, and still shows what the chat holds.
 	title, err := r.readTitle(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoTree) || errors.Is(err, errTitleAmbiguous):
+	case err != nil:
 		return chatRead{}, err
-	}
-	// A title whose two sources disagree is no title: the read confirms nothing.
-	if out.title = title.text; title.tree && title.check.Verdict == vision.Disagree {
-		out.title = ""
+	case !title.tree || title.check.Verdict != vision.Disagree:
+		out.title = title.text
 	}
 	return out, nil
 }

@@ -45,7 +45,7 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 	var out pageItems
 	var found []*atspi.Node
 	for _, n := range r.Profile.SendPage.Node.match(r.Vars).Find(root) {
-		if e := n.Extents; e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
+		if e := drawn(n); e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
 			found = append(found, n)
 		}
 	}
@@ -84,7 +84,7 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 // crossCheckName reads by OCR where the app says the item's name shows: the read must
 // agree with the name (vision.Check), or be in a script OCR does not read.
 func (r *Runner) crossCheckName(ctx context.Context, n *atspi.Node) (vision.CrossCheck, vision.Look, image.Rectangle, error) {
-	e := n.Extents
+	e := drawn(n)
 	if e == nil {
 		return vision.CrossCheck{Exact: n.Name, Verdict: vision.Disagree, Why: "the app gives the name no place on screen"}, vision.Look{}, image.Rectangle{}, nil
 	}
@@ -93,7 +93,7 @@ func (r *Runner) crossCheckName(ctx context.Context, n *atspi.Node) (vision.Cros
 	if err != nil {
 		return vision.CrossCheck{}, look, at, err
 	}
-	return vision.Check(n.Name, lineText(look.Words), r.languages()), look, at, nil
+	return vision.CheckAmong(n.Name, strings.Fields(lineText(look.Words)), r.languages()), look, at, nil
 }
 
 // checkPageTree is checkSendPage from the tree: exactly one item, named exactly as the

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"strings"
@@ -69,6 +70,10 @@ func (t titleRead) readings() []evidence.Reading {
 // TitleSources says where the title the check judged came from (Result.TitleSources);
 // "" before the check.
 func (r *Runner) TitleSources() string { return r.titleSources }
+
+// TreeStatus says whether the app's tree was read (Result.Tree); "" for a profile that
+// reads none.
+func (r *Runner) TreeStatus() string { return r.treeNote }
 
 // titleReads is the title check's state: how many reads in a row, each at least
 // titleGap after the one before, read the expected title, and the last read.
@@ -160,9 +165,11 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 			if path != "" {
 				read.node += " in " + path
 			}
-			if e := n.Extents; e != nil {
+			// OCR reads where the node shows inside the title's region: a tab's extents
+			// hold its icon and its close button too, which the region leaves out.
+			if e := drawn(n); e != nil {
 				read.box = &evidence.Box{X: e.X, Y: e.Y, W: e.W, H: e.H}
-				if at := image.Rect(e.X, e.Y, e.X+e.W, e.Y+e.H).Inset(-2).Intersect(r.window.Bounds); !at.Empty() {
+				if at := image.Rect(e.X, e.Y, e.X+e.W, e.Y+e.H).Inset(-2).Intersect(region); !at.Empty() {
 					read.region = at
 				}
 			}
@@ -179,7 +186,7 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 	if read.text == "" {
 		read.check = vision.CrossCheck{Read: read.ocr, Verdict: vision.Disagree, Why: "no node of the title shows in the title's region"}
 	} else {
-		read.check = vision.Check(read.text, read.ocr, r.languages())
+		read.check = vision.CheckAmong(read.text, strings.Fields(read.ocr), r.languages())
 	}
 	return read, nil
 }
@@ -197,7 +204,7 @@ func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.
 	}
 	var in []*atspi.Node
 	for _, n := range m.Find(root) {
-		if e := n.Extents; e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
+		if e := drawn(n); e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
 			in = append(in, n)
 		}
 	}
@@ -207,8 +214,11 @@ func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.
 	case 1:
 		return in[0], strings.Join(pathTo(root, in[0]), " > "), nil
 	}
-	return nil, "", fmt.Errorf("%d nodes show as the title (%s) in the title's region: refusing to guess (name an ancestor in title.node.under)", len(in), m)
+	return nil, "", fmt.Errorf("%w: %d nodes show as the title (%s) in the title's region: refusing to guess (name an ancestor in title.node.under)", errTitleAmbiguous, len(in), m)
 }
+
+// errTitleAmbiguous: more than one node could be the title.
+var errTitleAmbiguous = errors.New("the title is ambiguous")
 
 // boxOf is a screen rectangle as the tree gives extents.
 func boxOf(r image.Rectangle) *atspi.Box {

@@ -143,7 +143,7 @@ func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) er
 	if err != nil {
 		return err
 	}
-	e := n.Extents
+	e := drawn(n)
 	if e == nil || e.W <= 0 || e.H <= 0 {
 		return fmt.Errorf("%s has no extents on screen: nothing to click", n)
 	}
@@ -212,6 +212,15 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	}
 }
 
+// drawn is where a node shows on screen: its extents, less what a scrolled view around
+// it clips away (nil without extents).
+func drawn(n *atspi.Node) *atspi.Box {
+	if n.Visible != nil {
+		return n.Visible
+	}
+	return n.Extents
+}
+
 // nodeTarget records nodes read from the tree as a step's target: each as the app names
 // it (role, name, text, states) with its ancestors, and the first one's extents.
 func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
@@ -222,8 +231,8 @@ func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
 			line += " in " + strings.Join(path, " > ")
 		}
 		t.Words = append(t.Words, line)
-		if i == 0 && n.Extents != nil {
-			t.Box = &evidence.Box{X: n.Extents.X, Y: n.Extents.Y, W: n.Extents.W, H: n.Extents.H}
+		if e := drawn(n); i == 0 && e != nil {
+			t.Box = &evidence.Box{X: e.X, Y: e.Y, W: e.W, H: e.H}
 		}
 	}
 	return t

@@ -64,6 +64,25 @@ func Check(exact, read string, langs Languages) CrossCheck {
 	return c
 }
 
+// CheckAmong is Check where the place OCR read may hold more than the text (a tab's
+// icon and its close button, a row's other labels): the text agrees when OCR's read
+// does, or a run of its words, whole words only ("Bob" in "Bob x", never in "Bobby").
+func CheckAmong(exact string, words []string, langs Languages) CrossCheck {
+	c := Check(exact, strings.Join(words, " "), langs)
+	if c.Verdict != Disagree {
+		return c
+	}
+	for i := range words {
+		for j := i + 1; j <= len(words); j++ {
+			if Agrees(exact, strings.Join(words[i:j], " ")) {
+				c.Verdict, c.Why = Agree, ""
+				return c
+			}
+		}
+	}
+	return c
+}
+
 // Agrees reports whether OCR's read can be exact, by Check's rule (languages aside).
 func Agrees(exact, read string) bool {
 	e := []rune(withoutSpace(norm.NFC.String(exact)))

@@ -56,6 +56,32 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckAmong: the text may show among other words (a tab's close button, an icon
+// read as a character), as whole words only.
+func TestCheckAmong(t *testing.T) {
+	eng, engZh := Languages{"eng"}, Languages{"eng", "chi_sim"}
+	for _, c := range []struct {
+		exact string
+		read  []string
+		langs Languages
+		want  Verdict
+	}{
+		{"Bob", []string{"Bob", "x"}, eng, Agree},
+		{"Bob", []string{"@", "Bob", "x", "|"}, eng, Agree},
+		{"张伟", []string{"|", "会", "张", "伟"}, engZh, Agree},
+		{"Bob Smith", []string{"Bob", "Smith", "x"}, eng, Agree},
+		{"Bob", []string{"Bobby", "x"}, eng, Disagree},
+		{"Bob", []string{"Rob", "x"}, eng, Disagree},
+		{"张伟", []string{"张", "玮", "x"}, engZh, Disagree},
+		{"Bob", nil, eng, Disagree},
+		{"张伟", []string{"x"}, eng, OCRCannotRead},
+	} {
+		if got := CheckAmong(c.exact, c.read, c.langs); got.Verdict != c.want {
+			t.Errorf("CheckAmong(%q, %q) = %s (%s); want %s", c.exact, c.read, got.Verdict, got.Why, c.want)
+		}
+	}
+}
+
 func TestParseLanguages(t *testing.T) {
 	for _, c := range []struct{ in, want, err string }{
 		{"eng", "eng", ""},

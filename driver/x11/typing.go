@@ -34,14 +34,16 @@ var errNoKey = errors.New("not on the keyboard map")
 type keyboard struct {
 	keys  map[rune]keyOnMap
 	shift xproto.Keycode
-	// spare is a key the map leaves empty (0: none), and perKey the keysyms a key has:
-	// a character on no key is put on the spare key for its press (see typeKeys).
-	spare  xproto.Keycode
-	perKey int
+	// spares are the keys free for the characters on no key: those the map leaves
+	// empty, and those earlier typing put a character on (onSpare: which). perKey is
+	// the keysyms a key has. Each such character gets a spare key of its own.
+	spares  []xproto.Keycode
+	onSpare map[xproto.Keysym]xproto.Keycode
+	perKey  int
 }
 
-// keyOnMap is a character's key: its keycode, and whether it needs Shift; or, for a
-// character on no key (code 0), the keysym to put on the spare key.
+// keyOnMap is a character's key: its keycode, and whether it needs Shift; for a
+// character on no key, sym is the keysym to put on that (spare) key first.
 type keyOnMap struct {
 	code  xproto.Keycode
 	shift bool
@@ -49,8 +51,8 @@ type keyOnMap struct {
 }
 
 // readKeyboard reads the keyboard map now (another client may have changed it since
-// the last text).
-func readKeyboard(c *xgb.Conn) (keyboard, error) {
+// the last text); ours are the keys earlier typing put characters on.
+func readKeyboard(c *xgb.Conn, ours map[xproto.Keycode]bool) (keyboard, error) {
 	setup := xproto.Setup(c)
 	first, last := setup.MinKeycode, setup.MaxKeycode
 	m, err := xproto.GetKeyboardMapping(c, first, byte(last-first+1)).Reply()
@@ -58,17 +60,21 @@ func readKeyboard(c *xgb.Conn) (keyboard, error) {
 		return keyboard{}, fmt.Errorf("reading the keyboard map: %w", err)
 	}
 	n := int(m.KeysymsPerKeycode)
-	k := keyboard{keys: keysOnMap(first, n, m.Keysyms), perKey: n}
+	k := keyboard{keys: keysOnMap(first, n, m.Keysyms), perKey: n, onSpare: map[xproto.Keysym]xproto.Keycode{}}
 	for i := 0; n > 0 && (i+1)*n <= len(m.Keysyms); i++ {
 		if m.Keysyms[i*n] == keysymShiftL && k.shift == 0 {
 			k.shift = first + xproto.Keycode(i)
 		}
 	}
-	// The last empty key: where xdotool puts a character it finds on no key.
+	// The empty keys, from the last: where xdotool puts a character it finds on no key.
 	for i := len(m.Keysyms)/max(n, 1) - 1; n > 0 && i >= 0; i-- {
-		if empty(m.Keysyms[i*n : (i+1)*n]) {
-			k.spare = first + xproto.Keycode(i)
-			break
+		code := first + xproto.Keycode(i)
+		switch syms := m.Keysyms[i*n : (i+1)*n]; {
+		case empty(syms):
+			k.spares = append(k.spares, code)
+		case ours[code]:
+			k.spares = append(k.spares, code)
+			k.onSpare[syms[0]] = code
 		}
 	}
 	return k, nil
@@ -116,19 +122,43 @@ func keysOnMap(first xproto.Keycode, perKey int, syms []xproto.Keysym) map[rune]
 	return out
 }
 
-// keysFor is the key of every character of text: its own key, else the spare key with
-// the character's keysym put on it; or errNoKey naming the first character that has
-// none (a control character, a character that needs Shift on a map without a Shift
-// key, a character beyond ASCII on a map without an empty key).
+// keysFor is the key of every character of text: its own key, else a spare key of its
+// own with the character's keysym put on it; or errNoKey naming the first character
+// that has none (a control character, a character that needs Shift on a map without a
+// Shift key, more distinct characters beyond the map than it has empty keys).
 func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
+	beyond := func(r rune) bool { return r >= 0xa0 && r != 0xfffd && k.perKey > 0 }
+	// A character an earlier text left on a spare key keeps it; the others take the
+	// free spare keys in turn.
+	onKey, taken := map[rune]keyOnMap{}, map[xproto.Keycode]bool{}
+	for _, r := range text {
+		if _, ok := k.keys[r]; !ok && beyond(r) {
+			if code, ok := k.onSpare[keysymOf(r)]; ok {
+				onKey[r], taken[code] = keyOnMap{code: code}, true
+			}
+		}
+	}
 	out := make([]keyOnMap, 0, len(text))
+	next := 0
 	for _, r := range text {
 		key, ok := k.keys[r]
 		switch {
 		case ok && (!key.shift || k.shift != 0):
 			out = append(out, key)
-		case r >= 0xa0 && k.spare != 0 && k.perKey > 0 && r != 0xfffd:
-			out = append(out, keyOnMap{sym: keysymOf(r)})
+		case !ok && beyond(r):
+			if key, ok := onKey[r]; ok {
+				out = append(out, key)
+				continue
+			}
+			for next < len(k.spares) && taken[k.spares[next]] {
+				next++
+			}
+			if next == len(k.spares) {
+				return nil, fmt.Errorf("%q: %w (more characters beyond it than the %d empty keys)", r, errNoKey, len(k.spares))
+			}
+			key := keyOnMap{code: k.spares[next], sym: keysymOf(r)}
+			onKey[r], taken[key.code] = keyOnMap{code: key.code}, true
+			out = append(out, key)
 		default:
 			return nil, fmt.Errorf("%q: %w", r, errNoKey)
 		}
@@ -139,41 +169,28 @@ func (k keyboard) keysFor(text string) ([]keyOnMap, error) {
 // typeKeys types the keys as XTest events on c: for each character its key pressed
 // and released (with Shift where the keyboard map has the character on a key's second
 // level), a checked request so that the server has handled them (and any error comes
-// back), then typingPace. A character on no key is first put on the spare key (the
-// server tells every client of the new map before the press it then sends, so the app
-// reads the press with it), and the spare key is emptied again at the end. It stops
+// back), then typingPace. The characters on no key are first put on spare keys, one
+// each, all before the first press: the server tells every client of the new map
+// before the presses it then sends, and a toolkit that looks a key up only when it
+// gets to the press (Qt) finds the same map then. The spare keys stay mapped (they are
+// no key a person presses) until mapped records them to be emptied, at Close. It stops
 // between characters when ctx ends.
-func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, keys []keyOnMap) (err error) {
+func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, keys []keyOnMap, mapped map[xproto.Keycode]bool) error {
 	fake := func(event byte, code xproto.Keycode) {
 		xtest.FakeInput(c, event, byte(code), 0, root, 0, 0, 0)
 	}
-	remap := func(sym xproto.Keysym) error {
-		syms := make([]xproto.Keysym, k.perKey)
-		for i := range syms {
-			syms[i] = sym
+	for _, key := range keys {
+		if key.sym == 0 {
+			continue
 		}
-		return xproto.ChangeKeyboardMappingChecked(c, 1, k.spare, byte(k.perKey), syms).Check()
+		if err := putOnKey(c, key.code, key.sym, k.perKey); err != nil {
+			return fmt.Errorf("putting %#x on the spare key %d: %w", key.sym, key.code, err)
+		}
+		mapped[key.code] = true
 	}
-	var mapped xproto.Keysym
-	defer func() {
-		if mapped != 0 {
-			if rerr := remap(0); rerr != nil && err == nil {
-				err = fmt.Errorf("emptying the spare key again: %w", rerr)
-			}
-		}
-	}()
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if key.code == 0 {
-			if key.sym != mapped {
-				if err := remap(key.sym); err != nil {
-					return fmt.Errorf("putting %#x on the spare key %d: %w", key.sym, k.spare, err)
-				}
-				mapped = key.sym
-			}
-			key.code = k.spare
 		}
 		if key.shift {
 			fake(xproto.KeyPress, k.shift)
@@ -191,6 +208,25 @@ func typeKeys(ctx context.Context, c *xgb.Conn, root xproto.Window, k keyboard, 
 		time.Sleep(typingPace)
 	}
 	return nil
+}
+
+// putOnKey makes code type sym, at every level (0: no symbol).
+func putOnKey(c *xgb.Conn, code xproto.Keycode, sym xproto.Keysym, perKey int) error {
+	syms := make([]xproto.Keysym, perKey)
+	for i := range syms {
+		syms[i] = sym
+	}
+	return xproto.ChangeKeyboardMappingChecked(c, 1, code, byte(perKey), syms).Check()
+}
+
+// emptyKeys empties again the spare keys typing put characters on.
+func emptyKeys(c *xgb.Conn, mapped map[xproto.Keycode]bool, perKey int) error {
+	var errs []error
+	for code := range mapped {
+		errs = append(errs, putOnKey(c, code, 0, perKey))
+		delete(mapped, code)
+	}
+	return errors.Join(errs...)
 }
 
 // heldModifiers are the modifiers that change what a key types or does (NumLock,

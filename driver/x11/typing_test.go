@@ -59,21 +59,21 @@ func TestKeysFor(t *testing.T) {
 	}
 }
 
-// TestKeysForBeyondASCII: a character on no key is typed through the spare key with its
-// X11 keysym (Latin-1 its code, else 0x01000000 plus its code, emoji included); without
-// a spare key it is refused before any key is pressed.
+// TestKeysForBeyondASCII: each character on no key gets a spare key of its own, with
+// its X11 keysym (Latin-1 its code, else 0x01000000 plus its code, emoji included); a
+// character an earlier text left on a spare key keeps it; more distinct characters
+// than spare keys, or a control character, are refused before any key is pressed.
 func TestKeysForBeyondASCII(t *testing.T) {
-	k := keyboard{keys: map[rune]keyOnMap{'a': {code: 8}}, shift: 11, spare: 250, perKey: 2}
-	keys, err := k.keysFor("aé张🚀")
-	want := []keyOnMap{{code: 8}, {sym: 0xe9}, {sym: 0x01005f20}, {sym: 0x0101f680}}
+	k := keyboard{keys: map[rune]keyOnMap{'a': {code: 8}}, shift: 11, spares: []xproto.Keycode{250, 249, 248}, perKey: 2,
+		onSpare: map[xproto.Keysym]xproto.Keycode{0x01005f20: 249}}
+	keys, err := k.keysFor("aé张🚀é")
+	want := []keyOnMap{{code: 8}, {code: 250, sym: 0xe9}, {code: 249}, {code: 248, sym: 0x0101f680}, {code: 250}}
 	if err != nil || !slices.Equal(keys, want) {
 		t.Errorf("keysFor = %v, %v; want %v", keys, err, want)
 	}
-	k.spare = 0
-	if keys, err := k.keysFor("aé"); !errors.Is(err, errNoKey) || keys != nil {
-		t.Errorf("no spare key: keysFor = %v, %v; want errNoKey", keys, err)
+	if keys, err := k.keysFor("éü🚀ß"); !errors.Is(err, errNoKey) || keys != nil {
+		t.Errorf("more characters than spare keys: keysFor = %v, %v; want errNoKey", keys, err)
 	}
-	k.spare = 250
 	if _, err := k.keysFor("a\u0085"); !errors.Is(err, errNoKey) {
 		t.Errorf("a control character beyond ASCII: %v; want errNoKey", err)
 	}

@@ -33,6 +33,8 @@ type Desktop struct {
 	screen  vision.X11Screen // any other format, and the display's bounds
 	root    xproto.Window    // the default screen's root window
 	noXTest error            // why robotgo types text, not XTest events on conn (nil: XTest)
+	mapped  map[xproto.Keycode]bool // spare keys typing put characters on: emptied at Close
+	perKey  int
 }
 
 // Open connects to display. Screen capture reads $DISPLAY, so the caller sets it to the
@@ -55,6 +57,11 @@ func Open(display string) (*Desktop, error) {
 // Close closes the X connection (a capture waiting on the server returns) and unmaps
 // the capture's shared memory.
 func (d *Desktop) Close() {
+	d.mu.Lock()
+	if len(d.mapped) > 0 {
+		emptyKeys(d.conn, d.mapped, d.perKey)
+	}
+	d.mu.Unlock()
 	d.conn.Close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -136,15 +143,21 @@ func (d *Desktop) Type(ctx context.Context, text string) error {
 		robotgo.Type(text)
 		return nil
 	}
-	k, err := readKeyboard(d.conn)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mapped == nil {
+		d.mapped = map[xproto.Keycode]bool{}
+	}
+	k, err := readKeyboard(d.conn, d.mapped)
 	if err != nil {
 		return err
 	}
+	d.perKey = k.perKey
 	keys, err := k.keysFor(text)
 	if err != nil {
 		return fmt.Errorf("typing %q: %w", text, err)
 	}
-	return typeKeys(ctx, d.conn, d.root, k, keys)
+	return typeKeys(ctx, d.conn, d.root, k, keys, d.mapped)
 }
 
 // drainEvents reads and drops the events and errors the server sends on c until it

@@ -56,13 +56,16 @@ type Box struct {
 
 // Node is one accessible object as a snapshot read it.
 type Node struct {
-	Ref      Ref      `json:"-"`
-	Role     string   `json:"role"`
-	Name     string   `json:"name,omitempty"`
-	Text     string   `json:"text,omitempty"` // the Text interface's content, where it has one
-	States   []string `json:"states,omitempty"`
-	Extents  *Box     `json:"extents,omitempty"`
-	Children []*Node  `json:"children,omitempty"`
+	Ref     Ref      `json:"-"`
+	Role    string   `json:"role"`
+	Name    string   `json:"name,omitempty"`
+	Text    string   `json:"text,omitempty"` // the Text interface's content, where it has one
+	States  []string `json:"states,omitempty"`
+	Extents *Box     `json:"extents,omitempty"`
+	// Visible is the part of Extents inside every ancestor's (a snapshot's reckoning of
+	// what a scrolled view does not clip away); nil where the node has no extents.
+	Visible  *Box    `json:"visible,omitempty"`
+	Children []*Node `json:"children,omitempty"`
 }
 
 // Has says whether the node is in state s ("showing", "sensitive", "focused", ...).
@@ -295,8 +298,8 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 	// once): the app answers them one after the other, without a round trip between.
 	var count atomic.Int64
 	slots := make(chan struct{}, snapshotCalls)
-	var read func(r Ref, depth int) (*Node, error)
-	read = func(r Ref, depth int) (*Node, error) {
+	var read func(r Ref, depth int, clip *Box) (*Node, error)
+	read = func(r Ref, depth int, clip *Box) (*Node, error) {
 		if count.Add(1) > int64(l.Nodes) {
 			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooBig, l.Nodes)
 		}
@@ -306,8 +309,16 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if err != nil {
 			return nil, err
 		}
+		if e := n.Extents; e != nil && depth > 0 {
+			v := *e
+			if clip != nil {
+				v = v.intersect(*clip)
+			}
+			n.Visible, clip = &v, &v
+		}
 		if l.ShowingOnly && depth > 0 && !n.Has("showing") || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
-			depth > 1 && l.Within != nil && n.Extents != nil && !n.Extents.meets(*l.Within) {
+			depth > 1 && l.ShowingOnly && n.Visible != nil && n.Visible.empty() && !n.Extents.empty() ||
+			depth > 1 && l.Within != nil && n.Visible != nil && !n.Visible.meets(*l.Within) {
 			return nil, nil
 		}
 		if len(kids) > 0 && depth+1 > l.Depth {
@@ -320,7 +331,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				children[i], errs[i] = read(k, depth+1)
+				children[i], errs[i] = read(k, depth+1, clip)
 			}()
 		}
 		wg.Wait()
@@ -334,12 +345,21 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		}
 		return n, nil
 	}
-	n, err := read(root, 0)
+	n, err := read(root, 0, nil)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, context.Cause(ctx))
 	}
 	return n, err
 }
+
+// intersect is the part of b inside o (empty: no width or height).
+func (b Box) intersect(o Box) Box {
+	x0, y0 := max(b.X, o.X), max(b.Y, o.Y)
+	x1, y1 := min(b.X+b.W, o.X+o.W), min(b.Y+b.H, o.Y+o.H)
+	return Box{X: x0, Y: y0, W: max(x1-x0, 0), H: max(y1-y0, 0)}
+}
+
+func (b Box) empty() bool { return b.W <= 0 || b.H <= 0 }
 
 // meets says whether two boxes share a pixel.
 func (b Box) meets(o Box) bool {
