@@ -29,10 +29,10 @@ type Desktop struct {
 	mu      sync.Mutex
 	display string // the X display's name, for the connections of selection reads
 	conn    *xgb.Conn
-	capture capturer         // on conn: the common pixel format
-	screen  vision.X11Screen // any other format, and the display's bounds
-	root    xproto.Window    // the default screen's root window
-	noXTest error            // why robotgo types text, not XTest events on conn (nil: XTest)
+	capture capturer                // on conn: the common pixel format
+	screen  vision.X11Screen        // any other format, and the display's bounds
+	root    xproto.Window           // the default screen's root window
+	noXTest error                   // why robotgo types text, not XTest events on conn (nil: XTest)
 	mapped  map[xproto.Keycode]bool // spare keys typing put characters on: emptied at Close
 	perKey  int
 }
