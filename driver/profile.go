@@ -310,10 +310,13 @@ type Step struct {
 	// If makes the step conditional: it runs only when this text shows (read once, no
 	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be.
 	If *Condition `json:"if,omitempty"`
-	// Node (wait_node, wait_node_gone) names a node of the app's accessibility tree: the
-	// app's own words, where OCR reads its pixels. wait_node waits until exactly one node
-	// that shows matches it, wait_node_gone until none does; sendonce inspect prints the
-	// tree. E.g. the chooser's Open button once it can be pressed:
+	// Node names a node of the app's accessibility tree: the app's own words, where OCR
+	// reads its pixels (sendonce inspect prints the tree). wait_node waits until exactly
+	// one node that shows matches it, wait_node_gone until none does, click_node clicks
+	// the middle of the one that does. On wait_text, click_text and wait_gone it is read
+	// in place of the step's text where the app's tree answered when the delivery began,
+	// and the step's OCR fields are its fallback. E.g. the chooser's Open button once it
+	// can be pressed:
 	//
 	//	{"name": "wait for Open", "do": "wait_node", "class": "safe", "timeout": "5s",
 	//	 "node": {"role": "push button", "name": "Open", "states": ["sensitive"],
@@ -462,32 +465,6 @@ func couldSubmit(s Step) string {
 	return ""
 }
 
-// stepKind says whether a step kind exists and whether it sends input. The kinds:
-//
-//	key               press Keys
-//	type_text         type Text (recorded as its length only)
-//	type_path         type the staged file's path (recorded in full)
-//	click_text        click the centre of Text found by OCR in Region
-//	click_offset      click at Offset in the window
-//	hover_text        put the pointer on Text found by OCR in Region, without a click
-//	hover_offset      put the pointer at Offset in the window, without a click (a
-//	                  control without a label shows its tooltip: wait_text it, then click)
-//	wait_text         wait until Text shows in Region and holds still
-//	wait_gone         wait until Text no longer shows in Region
-//	wait_window       wait until a window titled Window is viewable
-//	wait_window_gone  wait until no window titled Window is viewable
-//	escape_window     while a window titled Window is viewable, activate it and press Escape
-//	escape_text       while Text shows in Region, press Escape
-//	read_field        select all of the focused field's text in the dialog Window (ctrl+a)
-//	                  and read it back through the X selection: it must be Text exactly
-//	                  (the app's own characters, not a reading of pixels)
-//	wait_node         wait until exactly one node of the app's accessibility tree that
-//	                  shows matches Node (role, name or pattern, text, states, under)
-//	wait_node_gone    wait until no node that shows matches Node
-//	click_node        wait as wait_node does, then click the middle of the node's extents
-//	                  (a control named by its role: a peer's message quoting its label is
-//	                  a label, never the push button)
-//
 // inputBefore says whether one of steps sends input.
 func inputBefore(steps []Step) bool {
 	for _, s := range steps {
@@ -496,16 +473,6 @@ func inputBefore(steps []Step) bool {
 		}
 	}
 	return false
-}
-
-func stepKind(do string) (input, ok bool) {
-	switch do {
-	case "key", "type_text", "type_path", "click_text", "click_offset", "click_node", "hover_text", "hover_offset", "escape_window", "escape_text", "read_field":
-		return true, true
-	case "wait_text", "wait_gone", "wait_window", "wait_window_gone", "wait_node", "wait_node_gone":
-		return false, true
-	}
-	return false, false
 }
 
 // Duration is a time.Duration written as "5s" in JSON.

@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/vision"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
 
-// The send page read from the app's tree (send_page.node names one item of its list):
-// each item's name and size are the app's own words, so a name in any script is
-// compared exactly, and OCR of the name where it shows must agree with it.
+// The send page: what it holds before the send (one item, ours: by its name, or by
+// difference), read by OCR, or from the app's tree where the profile names its items
+// (send_page.node). From the tree, each item's name and size are the app's own words,
+// so a name in any script is compared exactly, and OCR of the name where it shows must
+// agree with it.
 
 // pageItems is the send page as its tree shows it.
 type pageItems struct {
@@ -137,3 +141,126 @@ func (r *Runner) checkPageTree(ctx context.Context) error {
 	r.progress("%-10s %-32s %s %s ok (the app's tree, OCR %s)", "safe", "check the send page", page.items[0].Name, page.items[0].Size, obs.Readings[1].Verdict)
 	return nil
 }
+
+// observeSendPage records whether the send page is open and which items named like the
+// file it holds.
+func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
+	var items []evidence.Item
+	var ocr []evidence.OCRRegion
+	after := ""
+	open := true
+	if m := r.Profile.SendPageMark; m != nil {
+		region := m.Region.In(r.window.Bounds)
+		found, shows, err := r.Reader.Find(ctx, region, vision.Anchor{Text: m.Text, Prep: m.Prep, AltPreps: m.AltPreps})
+		if err != nil {
+			return err
+		}
+		after, _ = r.Rec.Frame(found.Look.Frame)
+		ocr = ocrWords(after, region, found.Look.Words)
+		open = shows
+	}
+	if open && r.treeSendPage() {
+		page, err := r.readPageTree(ctx)
+		if err != nil {
+			return err
+		}
+		items = page.items
+	} else if open {
+		p := r.Profile.SendPage
+		region, err := r.area(ctx, p)
+		if err != nil {
+			return err
+		}
+		look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+		if err != nil {
+			return err
+		}
+		items = r.items(look)
+		after, _ = r.Rec.Frame(look.Frame)
+		ocr = append(ocr, ocrWords(after, region, look.Words)...)
+	}
+	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "read the send page", After: after, OCR: ocr,
+		Observed: &evidence.Observation{What: "send_page_items", Phase: phase, DispatchID: r.dispatchID(), Items: items}})
+	return err
+}
+
+// countMarks reads the send page and records how many item marks it shows (the
+// profile's item_mark), for a proof by difference.
+func (r *Runner) countMarks(ctx context.Context, phase string) (int, error) {
+	p := r.Profile.SendPage
+	region, err := r.area(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	if err != nil {
+		return 0, err
+	}
+	mark := regexp.MustCompile(r.Profile.ItemMark) // validated with the profile
+	n := 0
+	for _, l := range vision.Lines(look.Words) {
+		n += len(mark.FindAllString(l.Text, -1))
+	}
+	h, _ := r.Rec.Frame(look.Frame)
+	_, err = r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "count the send page's items", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "send_page_marks", Phase: phase, DispatchID: r.dispatchID(), Marks: &n}})
+	return n, err
+}
+
+// checkSendPage verifies that the send page holds exactly one item, ours: by its name
+// (and size), or by difference (no mark before choose_file, exactly one now).
+func (r *Runner) checkSendPage(ctx context.Context, proof string) error {
+	if proof == ProofDifference {
+		n, err := r.countMarks(ctx, "")
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("the send page held no item before the file was chosen and must hold exactly one now; it shows %d: not sending", n)
+		}
+		r.progress("%-10s %-32s one item, none before: ok", "safe", "check the send page")
+		return nil
+	}
+	if r.treeSendPage() {
+		return r.checkPageTree(ctx)
+	}
+	p := r.Profile.SendPage
+	region, err := r.area(ctx, p)
+	if err != nil {
+		return err
+	}
+	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	if err != nil {
+		return err
+	}
+	items := r.items(look)
+	sizes := sizePattern.FindAllString(lineText(look.Words), -1)
+	h, _ := r.Rec.Frame(look.Frame)
+	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "check the send page", After: h, OCR: ocrWords(h, region, look.Words),
+		Observed: &evidence.Observation{What: "send_page_items", DispatchID: r.dispatchID(), Items: items}}); err != nil {
+		return err
+	}
+	if len(items) != 1 || len(sizes) > 1 {
+		return fmt.Errorf("the send page must hold exactly one item, %s; it shows %d item(s) named so and %d size(s): not sending", r.Vars.FileName, len(items), len(sizes))
+	}
+	if !evidence.SizeMatches(items[0].Size, r.Vars.Size) {
+		return fmt.Errorf("the send page shows %s with size %q, not %d bytes: not sending", r.Vars.FileName, items[0].Size, r.Vars.Size)
+	}
+	r.progress("%-10s %-32s %s %s ok", "safe", "check the send page", items[0].Name, items[0].Size)
+	return nil
+}
+
+// dismiss closes the send page without sending, with Escape only.
+//
+// It runs even when ctx was cancelled (a cancel must not leave a send page holding the
+// file behind), on a context of its own with a deadline.
+func (r *Runner) dismiss(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dismissTimeout)
+	defer cancel()
+	for _, s := range r.Profile.Dismiss {
+		r.run(ctx, s)
+	}
+}
+
+// dismissTimeout bounds the Escape-only cleanup after a stop.
+const dismissTimeout = 10 * time.Second
