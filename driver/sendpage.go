@@ -86,18 +86,44 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 }
 
 // crossCheckName reads by OCR where the app says the item's name shows: the read must
-// agree with the name (vision.Check), or be in a script OCR does not read.
+// agree with the name (crossCheck), or be in a script OCR does not read.
 func (r *Runner) crossCheckName(ctx context.Context, n *atspi.Node) (vision.CrossCheck, vision.Look, image.Rectangle, error) {
 	e := drawn(n)
 	if e == nil {
 		return vision.CrossCheck{Exact: n.Name, Verdict: vision.Disagree, Why: "the app gives the name no place on screen"}, vision.Look{}, image.Rectangle{}, nil
 	}
 	at := image.Rect(e.X, e.Y, e.X+e.W, e.Y+e.H).Inset(-2).Intersect(r.Driver.Bounds())
-	look, err := r.Reader.Read(ctx, at, vision.Prep{Gray: true, Scale: 2}, vision.SingleLine)
+	c, look, err := r.crossCheck(ctx, n.Name, at, vision.Prep{Gray: true, Scale: 2})
+	return c, look, at, err
+}
+
+// crossPreps are the other preparations a cross-check reads the same capture with
+// before it calls a reading a disagreement: OCR of one preparation adds or drops a
+// glyph ("mecp-report.txt") where another reads it as drawn.
+var crossPreps = []vision.Prep{{Gray: true, Scale: 3, Smooth: true}, {Gray: true, Scale: 2, Smooth: true}, {Gray: true, Scale: 4}}
+
+// crossCheck reads at by OCR, one line, with prep and then, until one agrees, with each
+// of crossPreps on the same capture; it returns the first agreeing reading's check, else
+// the first reading's (the pixels the evidence keeps).
+func (r *Runner) crossCheck(ctx context.Context, exact string, at image.Rectangle, prep vision.Prep) (vision.CrossCheck, vision.Look, error) {
+	look, err := r.Reader.Read(ctx, at, prep, vision.SingleLine)
 	if err != nil {
-		return vision.CrossCheck{}, look, at, err
+		return vision.CrossCheck{}, look, err
 	}
-	return vision.CheckAmong(n.Name, strings.Fields(lineText(look.Words)), r.languages()), look, at, nil
+	first := vision.CheckAmong(exact, strings.Fields(lineText(look.Words)), r.languages())
+	if first.Verdict != vision.Disagree {
+		return first, look, nil
+	}
+	for _, p := range crossPreps {
+		again, err := r.Reader.ReadFrame(ctx, look.Frame, at, p, vision.SingleLine)
+		if err != nil {
+			return vision.CrossCheck{}, look, err
+		}
+		if c := vision.CheckAmong(exact, strings.Fields(lineText(again.Words)), r.languages()); c.Verdict != vision.Disagree {
+			return c, again, nil
+		}
+	}
+	return first, look, nil
 }
 
 // checkPageTree is checkSendPage from the tree: exactly one item, named exactly as the

@@ -175,19 +175,22 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 			}
 		}
 	}
-	if read.look, err = r.Reader.Read(ctx, read.region, t.Prep, t.OCRMode()); err != nil {
-		return titleRead{}, err
-	}
-	read.ocr = lineText(read.look.Words)
-	if !read.tree {
-		read.text = read.ocr
+	if !read.tree || read.text == "" {
+		if read.look, err = r.Reader.Read(ctx, read.region, t.Prep, t.OCRMode()); err != nil {
+			return titleRead{}, err
+		}
+		read.ocr = lineText(read.look.Words)
+		if !read.tree {
+			read.text = read.ocr
+		} else {
+			read.check = vision.CrossCheck{Read: read.ocr, Verdict: vision.Disagree, Why: "no node of the title shows in the title's region"}
+		}
 		return read, nil
 	}
-	if read.text == "" {
-		read.check = vision.CrossCheck{Read: read.ocr, Verdict: vision.Disagree, Why: "no node of the title shows in the title's region"}
-	} else {
-		read.check = vision.CheckAmong(read.text, strings.Fields(read.ocr), r.languages())
+	if read.check, read.look, err = r.crossCheck(ctx, read.text, read.region, t.Prep); err != nil {
+		return titleRead{}, err
 	}
+	read.ocr = read.check.Read
 	return read, nil
 }
 

@@ -1,0 +1,82 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/vision"
+	"github.com/sendonce/sendonce/vision/atspi"
+	"github.com/sendonce/sendonce/vision/tesseract"
+)
+
+// BenchmarkLiveTreeReads times, on the test bed's Gajim (whatever conversation it
+// shows), 100 reads of each, interleaved: the title's snapshot (the main window's tree
+// within the title's region, as the runner reads it), a snapshot of the whole main
+// window (what a wait_node step reads), and, as the anchor, OCR of the title's region
+// with an engine already loaded (the read the tree's replaces, before its cross-check).
+// It reports each one's p50 and p99 in milliseconds. Not in CI: BENCHMARKS.md says how
+// it was run.
+func BenchmarkLiveTreeReads(b *testing.B) {
+	d, display := liveDesktop(b)
+	ctx := context.Background()
+	p, err := driver.LoadProfile("gajim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := driver.FindWindow(ctx, d, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree, closeTree := sendonce.OpenAccessibility(ctx, display)
+	defer closeTree()
+	ocr, err := tesseract.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ocr.Close()
+	region := p.Title.Region.In(w.Bounds)
+	within := &atspi.Box{X: region.Min.X, Y: region.Min.Y, W: region.Dx(), H: region.Dy()}
+	main := &atspi.Match{Name: w.Title}
+	reader := &vision.Reader{Screen: d, OCR: ocr}
+	reads := []struct {
+		name string
+		read func() error
+	}{
+		{"title-tree", func() error {
+			_, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{Windows: main, Within: within})
+			return err
+		}},
+		{"window-tree", func() error {
+			_, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{Windows: main})
+			return err
+		}},
+		{"title-ocr-anchor", func() error {
+			_, err := reader.Read(ctx, region, p.Title.Prep, p.Title.OCRMode())
+			return err
+		}},
+	}
+	took := make([][]time.Duration, len(reads))
+	for range b.N {
+		for round := 0; round < 100; round++ {
+			for i, r := range reads {
+				start := time.Now()
+				if err := r.read(); err != nil {
+					b.Fatalf("%s: %v", r.name, err)
+				}
+				took[i] = append(took[i], time.Since(start))
+			}
+		}
+	}
+	for i, r := range reads {
+		ts := took[i]
+		slices.Sort(ts)
+		b.ReportMetric(float64(ts[len(ts)/2].Microseconds())/1000, r.name+"-p50-ms")
+		b.ReportMetric(float64(ts[len(ts)*99/100].Microseconds())/1000, r.name+"-p99-ms")
+	}
+}
