@@ -304,7 +304,11 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooBig, l.Nodes)
 		}
 		slots <- struct{}{}
-		n, kids, err := b.node(ctx, r)
+		var within *Box // what the node must meet to be read further
+		if l.ShowingOnly && depth > 1 {
+			within = clip
+		}
+		n, kids, err := b.node(ctx, r, l.ShowingOnly && depth > 0, within)
 		<-slots
 		if err != nil {
 			return nil, err
@@ -373,10 +377,40 @@ var errSlowApp = fmt.Errorf("%w", context.DeadlineExceeded)
 const snapshotCalls = 16
 
 // node reads one object: role, name, states, children, and where it has them, extents
-// and text; the calls go out together.
-func (b *Bus) node(ctx context.Context, r Ref) (*Node, []Ref, error) {
+// and text; the calls go out together. With showingOnly, the states and the extents
+// come first, and an object that is not showing, or lies wholly outside within (a row
+// its scrolled view hides), is read no further: its States and Extents say why.
+func (b *Bus) node(ctx context.Context, r Ref, showingOnly bool, within *Box) (*Node, []Ref, error) {
 	n := &Node{Ref: r}
 	var bits []uint32
+	stateCall := func() error {
+		if err := b.call(ctx, r, IfaceAccessible+".GetState").Store(&bits); err != nil {
+			return fmt.Errorf("the states of %s: %w", r.Path, err)
+		}
+		return nil
+	}
+	if showingOnly {
+		var box struct{ X, Y, W, H int32 }
+		boxErr := errors.New("not read")
+		if err := together(stateCall, func() error {
+			// An object without the Component interface answers with an error: it has
+			// no extents. The call's own end (a timeout) is an error all the same.
+			if boxErr = b.call(ctx, r, IfaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); boxErr != nil && ctx.Err() != nil {
+				return fmt.Errorf("the extents of %s: %w", r.Path, boxErr)
+			}
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		if boxErr == nil {
+			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
+		}
+		n.States = stateNames(bits)
+		if !n.Has("showing") || within != nil && n.Extents != nil && !n.Extents.empty() && n.Extents.intersect(*within).empty() {
+			return n, nil, nil
+		}
+		stateCall = func() error { return nil }
+	}
 	var ifaces []string
 	var kids []Ref
 	err := together(
@@ -392,12 +426,7 @@ func (b *Bus) node(ctx context.Context, r Ref) (*Node, []Ref, error) {
 			}
 			return nil
 		},
-		func() error {
-			if err := b.call(ctx, r, IfaceAccessible+".GetState").Store(&bits); err != nil {
-				return fmt.Errorf("the states of %s: %w", r.Path, err)
-			}
-			return nil
-		},
+		stateCall,
 		func() error {
 			if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
 				return fmt.Errorf("the interfaces of %s: %w", r.Path, err)
@@ -419,6 +448,9 @@ func (b *Bus) node(ctx context.Context, r Ref) (*Node, []Ref, error) {
 	for _, i := range ifaces {
 		switch i {
 		case IfaceComponent:
+			if n.Extents != nil {
+				continue // read with the states
+			}
 			more = append(more, func() error {
 				var box struct{ X, Y, W, H int32 }
 				if err := b.call(ctx, r, IfaceComponent+".GetExtents", uint32(coordsScreen)).Store(&box); err != nil {

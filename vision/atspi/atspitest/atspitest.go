@@ -86,7 +86,11 @@ func App(t testing.TB, addr string, root *atspi.Node, hang bool) (unique string)
 		}, dbus.ObjectPath(path), atspi.IfaceAccessible)
 		conn.ExportMethodTable(map[string]any{
 			"GetExtents": func(uint32) (struct{ X, Y, W, H int32 }, *dbus.Error) {
+				wait()
 				e := node.Extents
+				if e == nil { // no Component interface: what a real app answers
+					return struct{ X, Y, W, H int32 }{}, dbus.NewError("org.freedesktop.DBus.Error.UnknownMethod", []any{"no Component interface here"})
+				}
 				return struct{ X, Y, W, H int32 }{int32(e.X), int32(e.Y), int32(e.W), int32(e.H)}, nil
 			},
 		}, dbus.ObjectPath(path), atspi.IfaceComponent)
