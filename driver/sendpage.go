@@ -192,12 +192,7 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 		}
 		items = page.items
 	} else if open {
-		p := r.Profile.SendPage
-		region, err := r.area(ctx, p)
-		if err != nil {
-			return err
-		}
-		look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+		look, region, err := r.readSendPage(ctx)
 		if err != nil {
 			return err
 		}
@@ -213,12 +208,7 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 // countMarks reads the send page and records how many item marks it shows (the
 // profile's item_mark), for a proof by difference.
 func (r *Runner) countMarks(ctx context.Context, phase string) (int, error) {
-	p := r.Profile.SendPage
-	region, err := r.area(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	look, region, err := r.readSendPage(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -250,12 +240,7 @@ func (r *Runner) checkSendPage(ctx context.Context, proof string) error {
 	if r.treeSendPage() {
 		return r.checkPageTree(ctx)
 	}
-	p := r.Profile.SendPage
-	region, err := r.area(ctx, p)
-	if err != nil {
-		return err
-	}
-	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	look, region, err := r.readSendPage(ctx)
 	if err != nil {
 		return err
 	}
@@ -290,3 +275,14 @@ func (r *Runner) dismiss(ctx context.Context) {
 
 // dismissTimeout bounds the Escape-only cleanup after a stop.
 const dismissTimeout = 10 * time.Second
+
+// readSendPage reads the send page's region by OCR, as the profile prepares it.
+func (r *Runner) readSendPage(ctx context.Context) (vision.Look, image.Rectangle, error) {
+	p := r.Profile.SendPage
+	region, err := r.area(ctx, p)
+	if err != nil {
+		return vision.Look{}, region, err
+	}
+	look, err := r.Reader.Read(ctx, region, p.Prep, p.OCRMode())
+	return look, region, err
+}
