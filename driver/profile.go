@@ -314,8 +314,9 @@ type Step struct {
 	// reads its pixels (sendonce inspect prints the tree). wait_node waits until exactly
 	// one node that shows matches it, wait_node_gone until none does, click_node clicks
 	// the middle of the one that does. On wait_text, click_text and wait_gone it is read
-	// in place of the step's text where the app's tree answered when the delivery began,
-	// and the step's OCR fields are its fallback. E.g. the chooser's Open button once it
+	// in place of the step's text, and on click_offset and hover_offset the node's middle
+	// is where they act, where the app's tree answered when the delivery began; the
+	// step's OCR fields or offset are its fallback. E.g. the chooser's Open button once it
 	// can be pressed:
 	//
 	//	{"name": "wait for Open", "do": "wait_node", "class": "safe", "timeout": "5s",
@@ -414,7 +415,8 @@ func (p *Profile) namesShown(fileName string) bool {
 
 // nodeSteps are the step kinds that may name a node: the tree's own, and those whose
 // OCR the tree replaces where there is one.
-var nodeSteps = map[string]bool{"wait_node": true, "wait_node_gone": true, "click_node": true, "wait_text": true, "click_text": true, "wait_gone": true}
+var nodeSteps = map[string]bool{"wait_node": true, "wait_node_gone": true, "click_node": true, "wait_text": true, "click_text": true, "wait_gone": true,
+	"click_offset": true, "hover_offset": true}
 
 // TreeRequired is Profile.Tree for a profile that reads nothing without the tree.
 const TreeRequired = "required"
@@ -633,7 +635,7 @@ func (p *Profile) validate() error {
 			case (s.Do == "wait_node" || s.Do == "wait_node_gone" || s.Do == "click_node") && s.Node == nil:
 				return fmt.Errorf("%s: a %s step needs a node", where, s.Do)
 			case s.Node != nil && !nodeSteps[s.Do]:
-				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and for wait_text, click_text and wait_gone (read from the tree where there is one, by OCR where not)", where)
+				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and for wait_text, click_text, wait_gone, click_offset and hover_offset (read from the tree where there is one, by OCR or the offset where not)", where)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

@@ -151,7 +151,24 @@ func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
 
 // atOffset clicks (click_offset) or puts the pointer (hover_offset) at the step's
 // offset in the app's window; a negative offset counts from the right or bottom edge.
+// A step that names a node (a control without a label, named in the app's tree) acts
+// on the node's middle instead, where the tree answered.
 func (r *Runner) atOffset(ctx context.Context, s Step, res *evidence.Record) error {
+	if s.Node != nil && r.treeOK {
+		if s.Do == "click_offset" {
+			return r.clickNode(ctx, s, res)
+		}
+		n, err := r.awaitNode(ctx, s, true, res)
+		if err != nil {
+			return err
+		}
+		c, err := r.middle(n)
+		if err != nil {
+			return err
+		}
+		res.Inputs = []evidence.Input{evidence.MoveInput(c.X, c.Y)}
+		return r.Driver.Move(ctx, c)
+	}
 	p := image.Pt(s.Offset.X, s.Offset.Y)
 	if p.X < 0 {
 		p.X += r.window.Bounds.Dx()

@@ -143,16 +143,25 @@ func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) er
 	if err != nil {
 		return err
 	}
-	e := drawn(n)
-	if e == nil || e.W <= 0 || e.H <= 0 {
-		return fmt.Errorf("%s has no extents on screen: nothing to click", n)
-	}
-	c := image.Pt(e.X+e.W/2, e.Y+e.H/2)
-	if !c.In(r.Driver.Bounds()) {
-		return fmt.Errorf("%s is off the screen (its middle is at %v): not clicking", n, c)
+	c, err := r.middle(n)
+	if err != nil {
+		return err
 	}
 	res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 	return r.Driver.Click(ctx, c)
+}
+
+// middle is the middle of where a node shows, on the screen.
+func (r *Runner) middle(n *atspi.Node) (image.Point, error) {
+	e := drawn(n)
+	if e == nil || e.W <= 0 || e.H <= 0 {
+		return image.Point{}, fmt.Errorf("%s has no extents on screen: nothing to point at", n)
+	}
+	c := image.Pt(e.X+e.W/2, e.Y+e.H/2)
+	if !c.In(r.Driver.Bounds()) {
+		return image.Point{}, fmt.Errorf("%s is off the screen (its middle is at %v)", n, c)
+	}
+	return c, nil
 }
 
 // awaitNode reads the tree until exactly one node that shows matches the step's node
