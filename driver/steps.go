@@ -155,19 +155,7 @@ func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
 // on the node's middle instead, where the tree answered.
 func (r *Runner) atOffset(ctx context.Context, s Step, res *evidence.Record) error {
 	if s.Node != nil && r.treeOK {
-		if s.Do == "click_offset" {
-			return r.clickNode(ctx, s, res)
-		}
-		n, err := r.awaitNode(ctx, s, true, res)
-		if err != nil {
-			return err
-		}
-		c, err := r.middle(n)
-		if err != nil {
-			return err
-		}
-		res.Inputs = []evidence.Input{evidence.MoveInput(c.X, c.Y)}
-		return r.Driver.Move(ctx, c)
+		return r.pointAtNode(ctx, s, res, s.Do == "click_offset")
 	}
 	p := image.Pt(s.Offset.X, s.Offset.Y)
 	if p.X < 0 {

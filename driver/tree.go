@@ -139,6 +139,12 @@ func (r *Runner) waitNode(ctx context.Context, s Step, res *evidence.Record) err
 // step's node, and clicks the middle of its extents: a control named by its role, so a
 // peer's message quoting its label (a label, not a push button) is never clicked.
 func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) error {
+	return r.pointAtNode(ctx, s, res, true)
+}
+
+// pointAtNode waits, as wait_node does, for the step's node, and clicks the middle of
+// where it shows (click), or puts the pointer there.
+func (r *Runner) pointAtNode(ctx context.Context, s Step, res *evidence.Record, click bool) error {
 	n, err := r.awaitNode(ctx, s, true, res)
 	if err != nil {
 		return err
@@ -146,6 +152,10 @@ func (r *Runner) clickNode(ctx context.Context, s Step, res *evidence.Record) er
 	c, err := r.middle(n)
 	if err != nil {
 		return err
+	}
+	if !click {
+		res.Inputs = []evidence.Input{evidence.MoveInput(c.X, c.Y)}
+		return r.Driver.Move(ctx, c)
 	}
 	res.Inputs = []evidence.Input{evidence.ClickInput(c.X, c.Y)}
 	return r.Driver.Click(ctx, c)

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"strings"
 	"sync"
@@ -131,5 +132,47 @@ func TestProfileNodeFields(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: %v; want %q", step, err, want)
 		}
+	}
+}
+
+// TestNodeStandsInForAnOffset: a click_offset or hover_offset step that names a node
+// acts on the middle of the node where the app's tree answered, and at its offset where
+// there is no tree.
+func TestNodeStandsInForAnOffset(t *testing.T) {
+	node := `"node":{"role":"push button","name":"Open","under":{"role":"dialog","name":"Choose File to Send…"}}`
+	profile := strings.Replace(treeProfile, `"choose_file":[`, `"choose_file":[
+   {"name":"point at Open","do":"hover_offset","class":"safe","offset":{"x":5,"y":6},`+node+`},
+   {"name":"click Open","do":"click_offset","class":"safe","offset":{"x":5,"y":6},`+node+`},`, 1)
+	for _, c := range []struct {
+		name string
+		tree Tree
+		want string // where both inputs went
+	}{
+		{"a tree", &chooser{pid: 4242, readyAt: 1}, "640,515"},
+		{"no tree", nil, "5,6"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			desk := treeDesk()
+			r, _ := runnerOn(t, desk, desk, readsBob{}, profile)
+			r.Tree = c.tree
+			r.Deliver(context.Background())
+			r.Rec.Close()
+			b, err := evidence.Verify(r.Rec.Dir(), evidence.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var at []string
+			for _, rec := range b.Records {
+				for _, in := range rec.Inputs {
+					if in.Kind == "click" || in.Kind == "move" {
+						at = append(at, fmt.Sprintf("%s %d,%d", in.Kind, in.X, in.Y))
+					}
+				}
+			}
+			want := []string{"move " + c.want, "click " + c.want}
+			if strings.Join(at, "; ") != strings.Join(want, "; ") {
+				t.Fatalf("the pointer went to %q; want %q", at, want)
+			}
+		})
 	}
 }
