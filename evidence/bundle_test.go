@@ -521,3 +521,46 @@ func TestSealIsWholeOrAbsent(t *testing.T) {
 		t.Errorf("beside the bundle: %v; want the bundle and the crash's leftover only", names)
 	}
 }
+
+// TestReportDrawsTreeReads: the report draws, on the frame after a step, the node the
+// app's tree gave the step, and on an observation's frame the place of the tree's
+// reading; it says what each source read and the cross-check's verdict.
+func TestReportDrawsTreeReads(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	r, err := Create(dir, testManifest("report.txt", content), newStepClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := synthFrame("Bob")
+	h, err := r.Frame(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := mustAppend(t, r, Record{Kind: KindStep, Intent: "wait for Open", Class: Safe})
+	_ = step
+	mustAppend(t, r, Record{Kind: KindResult, Step: 1, After: h, Target: &Target{Method: "accessibility_tree",
+		Words: []string{`push button "Open" [sensitive showing] in file chooser "Choose File to Send…"`}, Box: &Box{X: 11, Y: 12, W: 13, H: 14}}})
+	mustAppend(t, r, Record{Kind: KindObserve, After: h, Observed: &Observation{What: "conversation_title", DispatchID: testDispatch, Title: "Воb",
+		Readings: []Reading{{Source: "accessibility_tree", Text: "Воb", Node: `label "Воb"`, Box: &Box{X: 21, Y: 22, W: 23, H: 24}},
+			{Source: "ocr", Text: "Bob", Box: &Box{X: 20, Y: 20, W: 30, H: 30}, Verdict: "ocr_cannot_read", Why: "the text is in Cyrillic"}}}})
+	r.Close()
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteReport(&out, b, ClassifyBundle(b)); err != nil {
+		t.Fatal(err)
+	}
+	html := out.String()
+	for _, want := range []string{
+		`<rect class="node" x="11" y="12" width="13" height="14">`,
+		`<rect class="node" x="21" y="22" width="23" height="24">`,
+		`accessibility tree read &#34;Воb&#34;`,
+		`ocr read &#34;Bob&#34; (ocr cannot read: the text is in Cyrillic)`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %s", want)
+		}
+	}
+}

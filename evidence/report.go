@@ -22,6 +22,30 @@ type frameView struct {
 	W, H   int
 	Boxes  []OCRWord
 	Region []Box
+	Nodes  []nodeView // what the app's accessibility tree said shows there
+}
+
+// nodeView is a node read from the app's tree, drawn where the tree said it shows.
+type nodeView struct {
+	Box   Box
+	Label string
+}
+
+// treeNodes are the places a record read from the app's tree: a step's target node,
+// and each reading an observation holds with a place.
+func treeNodes(r Record) []nodeView {
+	var out []nodeView
+	if t := r.Target; t != nil && strings.HasPrefix(t.Method, "accessibility_tree") && t.Box != nil {
+		out = append(out, nodeView{Box: *t.Box, Label: strings.Join(t.Words, "; ")})
+	}
+	if o := r.Observed; o != nil {
+		for _, rd := range o.Readings {
+			if rd.Box != nil && rd.Source == "accessibility_tree" {
+				out = append(out, nodeView{Box: *rd.Box, Label: fmt.Sprintf("%s %q", rd.Node, rd.Text)})
+			}
+		}
+	}
+	return out
 }
 
 type recordView struct {
@@ -78,6 +102,9 @@ func WriteReport(w io.Writer, b *Bundle, c Classification) error {
 					fv.Boxes = append(fv.Boxes, o.Words...)
 					fv.Region = append(fv.Region, o.Region)
 				}
+			}
+			if f.label == "after" {
+				fv.Nodes = treeNodes(r)
 			}
 			rv.Frames = append(rv.Frames, fv)
 		}
@@ -152,6 +179,16 @@ func detail(r Record) string {
 		for _, it := range o.Items {
 			s += fmt.Sprintf(" [%q %s]", it.Name, it.Size)
 		}
+		for _, rd := range o.Readings {
+			s += fmt.Sprintf("; %s read %q", strings.ReplaceAll(rd.Source, "_", " "), rd.Text)
+			if rd.Verdict != "" {
+				s += " (" + strings.ReplaceAll(rd.Verdict, "_", " ")
+				if rd.Why != "" {
+					s += ": " + rd.Why
+				}
+				s += ")"
+			}
+		}
 		parts = append(parts, s)
 	}
 	if l := r.Lookup; l != nil {
@@ -200,6 +237,7 @@ figcaption { font-size: 13px; color: #444; }
 svg { border: 1px solid #888; max-width: 600px; height: auto; }
 .box { fill: none; stroke: #e00000; stroke-width: 2; }
 .region { fill: none; stroke: #0060e0; stroke-width: 2; stroke-dasharray: 6 4; }
+.node { fill: none; stroke: #00a040; stroke-width: 3; }
 .class-submit, .class-may_submit { color: #9b1c1c; font-weight: bold; }
 </style>
 </head>
@@ -234,9 +272,9 @@ svg { border: 1px solid #888; max-width: 600px; height: auto; }
 <svg viewBox="0 0 {{.W}} {{.H}}" width="{{.W}}" height="{{.H}}" xmlns="http://www.w3.org/2000/svg">
 <image href="{{.URI}}" x="0" y="0" width="{{.W}}" height="{{.H}}"/>
 {{range .Region}}<rect class="region" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}"/>{{end}}
-{{range .Boxes}}<rect class="box" x="{{.Box.X}}" y="{{.Box.Y}}" width="{{.Box.W}}" height="{{.Box.H}}"><title>{{.Text}} ({{printf "%.0f" .Confidence}})</title></rect>{{end}}
+{{range .Boxes}}<rect class="box" x="{{.Box.X}}" y="{{.Box.Y}}" width="{{.Box.W}}" height="{{.Box.H}}"><title>{{.Text}} ({{printf "%.0f" .Confidence}})</title></rect>{{end}}{{range .Nodes}}<rect class="node" x="{{.Box.X}}" y="{{.Box.Y}}" width="{{.Box.W}}" height="{{.Box.H}}"><title>{{.Label}}</title></rect>{{end}}
 </svg>
-<figcaption>{{.Label}} · frame {{printf "%.12s" .Hash}}…{{if .Boxes}} · OCR: {{range .Boxes}}{{.Text}} {{end}}{{end}}</figcaption>
+<figcaption>{{.Label}} · frame {{printf "%.12s" .Hash}}…{{if .Boxes}} · OCR: {{range .Boxes}}{{.Text}} {{end}}{{end}}{{range .Nodes}} · the app's tree (green): {{.Label}}{{end}}</figcaption>
 </figure>{{end}}</div>
 </section>{{end}}{{end}}
 </body>
