@@ -116,8 +116,12 @@ func (r *replayed) typedPathInput() int {
 }
 
 func (r *replayed) deliverer() *sendonce.Deliverer {
-	return &sendonce.Deliverer{Client: r.client, OCR: r.drv.OCR(r.ocr),
+	d := &sendonce.Deliverer{Client: r.client, OCR: r.drv.OCR(r.ocr),
 		OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return r.drv, func() {}, nil }}
+	if r.drv.HasTrees() { // recorded with the app's tree: replay it too
+		d.OpenTree = func(context.Context, string) (driver.Tree, func()) { return r.drv.Tree(), func() {} }
+	}
+	return d
 }
 
 // TestReplayFixtures: every recorded fixture's outcome is the one the live run

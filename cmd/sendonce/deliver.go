@@ -112,7 +112,8 @@ type desktop struct {
 	// ocr wraps the OCR engine (a replay reads the recorded path as the one this run
 	// types); nil reads as the engine does.
 	ocr func(vision.OCR) vision.OCR
-	// tree gives the display's accessibility tree (nil in a replay: none was recorded).
+	// tree gives the display's accessibility tree (a replay's when it recorded one; nil
+	// for none).
 	tree func(context.Context, string) (driver.Tree, func())
 }
 
@@ -161,7 +162,15 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 		}
 		return rec, closer, nil
 	}
-	res, err := env.deliver(ctx, f, desktop{open: open})
+	// The app's tree is recorded beside the frames (replay.Recorder.Tree).
+	tree := func(ctx context.Context, display string) (driver.Tree, func()) {
+		t, closeTree := sendonce.OpenAccessibility(ctx, display)
+		if rec == nil {
+			return t, closeTree
+		}
+		return rec.Tree(t), closeTree
+	}
+	res, err := env.deliver(ctx, f, desktop{open: open, tree: tree})
 	// A delivery that ended with an outcome is a fixture, whatever the outcome (a stop
 	// before any boundary, not_sent, is one too); one that ended without is not.
 	if _, notOutcome := gate.ParseOutcome(res.Outcome); rec == nil || notOutcome != nil {

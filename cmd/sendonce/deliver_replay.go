@@ -32,7 +32,13 @@ func replayDesktop(f *deliverFlags) desktop {
 		current.Store(d)
 		return d, func() {}, nil
 	}
-	return desktop{open: open, ocr: func(ocr vision.OCR) vision.OCR { return replayOCR{ocr, current} }}
+	tree := func(context.Context, string) (driver.Tree, func()) {
+		if d := current.Load(); d != nil && d.HasTrees() { // recorded with the app's tree
+			return d.Tree(), func() {}
+		}
+		return nil, func() {}
+	}
+	return desktop{open: open, tree: tree, ocr: func(ocr vision.OCR) vision.OCR { return replayOCR{ocr, current} }}
 }
 
 // replayOCR reads through the replay driver last opened; before any, as the engine does.

@@ -8,6 +8,7 @@
 //	fixture.json        the delivery (app, title, file), its expected outcome, and the
 //	                    recording: after each input event, the last frame and windows seen
 //	frames/<sha256>.png full-screen frames, stored once
+//	trees/<sha256>.json the app's accessibility tree as read, stored once (Recorder.Tree)
 //	file/<name>         the delivered file's bytes
 //
 // A replayed run types other text than the recorded one where the text embeds where the
@@ -57,6 +58,9 @@ type State struct {
 	// Focus is the window that had the keyboard focus when last asked (recordings
 	// made before it was recorded have none: see Driver.Focused).
 	Focus uint32 `json:"focus,omitempty"`
+	// Trees are the app's accessibility tree as last read, by what was read (see
+	// Recorder.Tree); recordings made without a tree have none.
+	Trees map[string]string `json:"trees,omitempty"`
 }
 
 // Input is one input event sent.
@@ -74,6 +78,7 @@ type Recorder struct {
 	dir    string
 	fx     Fixture
 	frames map[string]bool
+	trees  map[string]bool
 }
 
 // NewRecorder records into dir (created).
@@ -81,7 +86,7 @@ func NewRecorder(d driver.Driver, dir string) (*Recorder, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "frames"), 0o755); err != nil {
 		return nil, err
 	}
-	return &Recorder{Driver: d, dir: dir, fx: Fixture{Bounds: d.Bounds(), States: []State{{}}}, frames: map[string]bool{}}, nil
+	return &Recorder{Driver: d, dir: dir, fx: Fixture{Bounds: d.Bounds(), States: []State{{}}}, frames: map[string]bool{}, trees: map[string]bool{}}, nil
 }
 
 func (r *Recorder) state() *State { return &r.fx.States[len(r.fx.States)-1] }

@@ -2,12 +2,14 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"image"
 	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/vision"
+	"github.com/sendonce/sendonce/vision/atspi"
 )
 
 // TestReplaceTyped: the recorded path reads as this run's wherever OCR read it as the
@@ -78,5 +80,76 @@ func TestFieldText(t *testing.T) {
 				t.Fatalf("%d inputs replayed after the read; want %d", d.Inputs(), tc.after)
 			}
 		})
+	}
+}
+
+// fakeDesk is a live driver that does nothing: the recorder's inputs only count.
+type fakeDesk struct{ driver.Driver }
+
+func (fakeDesk) Bounds() image.Rectangle                  { return image.Rect(0, 0, 100, 100) }
+func (fakeDesk) Key(context.Context, string) error        { return nil }
+func (fakeDesk) Type(context.Context, string) error       { return nil }
+func (fakeDesk) Click(context.Context, image.Point) error { return nil }
+
+// fieldTree is an app whose field holds text, by scope: what each read was asked for.
+type fieldTree struct{ text *string }
+
+func (f fieldTree) Snapshot(_ context.Context, _ int, scope driver.TreeScope) (*atspi.Node, error) {
+	name := "all"
+	if scope.Windows != nil {
+		name = scope.Windows.Name
+	}
+	return &atspi.Node{Role: "application", Children: []*atspi.Node{{Role: "frame", Name: name, Children: []*atspi.Node{{Role: "text", Text: *f.text}}}}}, nil
+}
+
+// TestTreesRecordedAndReplayed: a recording keeps, after each input, the last tree read
+// for each scope; the replay answers a read with the last one recorded at or before the
+// inputs replayed so far, with this run's typed text in place of the recording's, and a
+// read the recording never made is ErrNoTree.
+func TestTreesRecordedAndReplayed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rec, err := NewRecorder(fakeDesk{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	tree := rec.Tree(fieldTree{&text})
+	chooser := driver.TreeScope{Windows: &atspi.Match{Name: "Choose File"}}
+	tree.Snapshot(ctx, 1, chooser) // the empty field, before any input
+	rec.Type(ctx, "/tmp/a/0f3c/x.txt")
+	text = "/tmp/a/0f3c/x.txt"
+	tree.Snapshot(ctx, 1, chooser)
+	rec.Key(ctx, "Return")
+	if err := rec.Save(Fixture{Name: "t", FileName: "x.txt"}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasTrees() {
+		t.Fatal("the fixture holds no tree")
+	}
+	read := func(scope driver.TreeScope) (string, error) {
+		n, err := d.Tree().Snapshot(ctx, 0, scope)
+		if err != nil {
+			return "", err
+		}
+		return n.Children[0].Children[0].Text, nil
+	}
+	if got, err := read(chooser); err != nil || got != "" {
+		t.Fatalf("before any input: %q, %v; want the empty field", got, err)
+	}
+	d.Type(ctx, "/run/b/77aa/x.txt")
+	if got, err := read(chooser); err != nil || got != "/run/b/77aa/x.txt" {
+		t.Fatalf("after typing: %q, %v; want this run's path where the recording shows its own", got, err)
+	}
+	d.Key(ctx, "Return")
+	if got, err := read(chooser); err != nil || got != "/run/b/77aa/x.txt" {
+		t.Fatalf("after the last input: %q, %v; want the last tree recorded before it", got, err)
+	}
+	if _, err := read(driver.TreeScope{Windows: &atspi.Match{Name: "Other"}}); !errors.Is(err, ErrNoTree) {
+		t.Fatalf("a read never recorded: %v; want ErrNoTree", err)
 	}
 }
