@@ -136,8 +136,8 @@ func TestReplayFixtures(t *testing.T) {
 			names = append(names, strings.TrimPrefix(filepath.Dir(f), filepath.Join("testdata", "fixtures")+string(filepath.Separator)))
 		}
 	}
-	if len(names) < 7 {
-		t.Fatalf("%d fixtures under testdata/fixtures; want at least 7 (sendonce record)", len(names))
+	if len(names) < 9 {
+		t.Fatalf("%d fixtures under testdata/fixtures; want at least 9 (sendonce record)", len(names))
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -156,6 +156,10 @@ func TestReplayFixtures(t *testing.T) {
 			}
 			if r.drv.Inputs() != len(r.fx.Inputs) {
 				t.Fatalf("replayed %d of %d recorded input events", r.drv.Inputs(), len(r.fx.Inputs))
+			}
+			// A fixture recorded with the app's tree replays it: the title comes from it.
+			if want := r.drv.HasTrees(); want != (res.AccessibilityTree == "read") || want != strings.HasPrefix(res.TitleSources, "accessibility_tree") {
+				t.Fatalf("the fixture holds trees: %v; the replay's tree %q, title sources %q", want, res.AccessibilityTree, res.TitleSources)
 			}
 			assertSettled(t, r.client, res)
 			assertSnapshot(t, r.req.Staging, res, 0o440)
