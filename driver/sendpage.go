@@ -40,20 +40,11 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 	if err != nil {
 		return pageItems{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
-	defer cancel()
-	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: boxOf(region)})
+	root, found, err := r.nodesIn(ctx, r.Profile.SendPage.Node.match(r.Vars), region)
 	if err != nil {
-		return pageItems{}, fmt.Errorf("%w: reading the send page: %v", ErrNoTree, err)
+		return pageItems{}, fmt.Errorf("reading the send page: %w", err)
 	}
-	var out pageItems
-	var found []*atspi.Node
-	for _, n := range r.Profile.SendPage.Node.match(r.Vars).Find(root) {
-		if e := drawn(n); e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
-			found = append(found, n)
-		}
-	}
-	out.all = len(found)
+	out := pageItems{all: len(found)}
 	var read []*atspi.Node
 	for _, it := range found {
 		var name, size *atspi.Node
@@ -92,7 +83,7 @@ func (r *Runner) crossCheckName(ctx context.Context, n *atspi.Node) (vision.Cros
 	if e == nil {
 		return vision.CrossCheck{Exact: n.Name, Verdict: vision.Disagree, Why: "the app gives the name no place on screen"}, vision.Look{}, image.Rectangle{}, nil
 	}
-	at := image.Rect(e.X, e.Y, e.X+e.W, e.Y+e.H).Inset(-2).Intersect(r.Driver.Bounds())
+	at := rectOf(*e).Inset(-2).Intersect(r.Driver.Bounds())
 	c, look, err := r.crossCheck(ctx, n.Name, at, vision.Prep{Gray: true, Scale: 2})
 	return c, look, at, err
 }
@@ -148,15 +139,12 @@ func (r *Runner) checkPageTree(ctx context.Context) error {
 			{Source: SourceTree, Text: page.items[0].Name, Node: page.target.Words[0]},
 			{Source: SourceOCR, Text: check.Read, Box: ptr(box(at)), Verdict: string(check.Verdict), Why: check.Why},
 		}
-		if check.Verdict == vision.Disagree {
-			if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "check the send page", After: after, OCR: ocr, Observed: obs}); err != nil {
-				return err
-			}
-			return fmt.Errorf("the send page's item is, in the app's words, %q, and %s: not sending", page.items[0].Name, check.Why)
-		}
 	}
 	if _, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "check the send page", After: after, OCR: ocr, Observed: obs}); err != nil {
 		return err
+	}
+	if rd := obs.Readings; len(rd) == 2 && rd[1].Verdict == string(vision.Disagree) {
+		return fmt.Errorf("the send page's item is, in the app's words, %q, and %s: not sending", page.items[0].Name, rd[1].Why)
 	}
 	if len(page.items) != 1 || page.all != 1 {
 		return fmt.Errorf("the send page must hold exactly one item, %s; it lists %d item(s), %d named so: not sending", r.Vars.FileName, page.all, len(page.items))

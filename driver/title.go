@@ -169,7 +169,7 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 			// hold its icon and its close button too, which the region leaves out.
 			if e := drawn(n); e != nil {
 				read.box = &evidence.Box{X: e.X, Y: e.Y, W: e.W, H: e.H}
-				if at := image.Rect(e.X, e.Y, e.X+e.W, e.Y+e.H).Inset(-2).Intersect(region); !at.Empty() {
+				if at := rectOf(*e).Inset(-2).Intersect(region); !at.Empty() {
 					read.region = at
 				}
 			}
@@ -199,17 +199,9 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 // error: the title would be a guess.
 func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.Node, string, error) {
 	m := r.Profile.Title.Node.match(r.Vars)
-	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
-	defer cancel()
-	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: boxOf(region)})
+	root, in, err := r.nodesIn(ctx, m, region)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: reading the title: %v", ErrNoTree, err)
-	}
-	var in []*atspi.Node
-	for _, n := range m.Find(root) {
-		if e := drawn(n); e != nil && image.Pt(e.X+e.W/2, e.Y+e.H/2).In(region) {
-			in = append(in, n)
-		}
+		return nil, "", fmt.Errorf("reading the title: %w", err)
 	}
 	switch len(in) {
 	case 0:
@@ -223,9 +215,31 @@ func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.
 // errTitleAmbiguous: more than one node could be the title.
 var errTitleAmbiguous = errors.New("the title is ambiguous")
 
-// boxOf is a screen rectangle as the tree gives extents.
-func boxOf(r image.Rectangle) *atspi.Box {
-	return &atspi.Box{X: r.Min.X, Y: r.Min.Y, W: r.Dx(), H: r.Dy()}
+// nodesIn reads the app's main window within region and returns the nodes that show,
+// match m and have the middle of where they show inside region: the title's node, the
+// send page's items.
+func (r *Runner) nodesIn(ctx context.Context, m atspi.Match, region image.Rectangle) (*atspi.Node, []*atspi.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
+	defer cancel()
+	within := &atspi.Box{X: region.Min.X, Y: region.Min.Y, W: region.Dx(), H: region.Dy()}
+	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: within})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNoTree, err)
+	}
+	var in []*atspi.Node
+	for _, n := range m.Find(root) {
+		if e := drawn(n); e != nil && centre(*e).In(region) {
+			in = append(in, n)
+		}
+	}
+	return root, in, nil
+}
+
+// rectOf is where a node's box lies on the screen; centre is its middle.
+func rectOf(b atspi.Box) image.Rectangle { return image.Rect(b.X, b.Y, b.X+b.W, b.Y+b.H) }
+func centre(b atspi.Box) image.Point {
+	r := rectOf(b)
+	return r.Min.Add(r.Size().Div(2))
 }
 
 // nodeText is what a node says: its name, or the text it holds where it has no name.

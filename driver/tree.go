@@ -167,7 +167,7 @@ func (r *Runner) middle(n *atspi.Node) (image.Point, error) {
 	if e == nil || e.W <= 0 || e.H <= 0 {
 		return image.Point{}, fmt.Errorf("%s has no extents on screen: nothing to point at", n)
 	}
-	c := image.Pt(e.X+e.W/2, e.Y+e.H/2)
+	c := centre(*e)
 	if !c.In(r.Driver.Bounds()) {
 		return image.Point{}, fmt.Errorf("%s is off the screen (its middle is at %v)", n, c)
 	}
