@@ -148,6 +148,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return DeliveryResult{}, err
 	}
 	defer closeDesktop()
+	if err := in.staging.checkAppReads(ctx, drv, in.profile); err != nil {
+		return DeliveryResult{}, err
+	}
 	if req.SentItemTimeout > 0 {
 		in.profile.SentItemTimeout.Duration = req.SentItemTimeout
 	}

@@ -786,3 +786,67 @@ func TestPreviewProvenByDifference(t *testing.T) {
 		}
 	})
 }
+
+// runsAs is a replayed desktop whose app runs as another user, on this machine.
+type runsAs struct {
+	*replay.Driver
+	creds driver.Credentials
+}
+
+func (d runsAs) Credentials(int) (driver.Credentials, error) { return d.creds, nil }
+
+// TestAppThatCannotReadTheSnapshot: an app running as another user opens the snapshot
+// with its own rights. Where it could not, the delivery is bad input before anything is
+// claimed or touched (the key stays free); where the staging folder lets its group in,
+// the delivery goes on.
+func TestAppThatCannotReadTheSnapshot(t *testing.T) {
+	other := driver.Credentials{UID: 4242, Groups: []int{4343, os.Getgid()}}
+	for _, tc := range []struct {
+		name    string
+		mode    os.FileMode
+		parent  os.FileMode
+		refusal string // "" when it goes on
+	}{
+		{name: "private staging folder", mode: 0o700, parent: 0o755, refusal: "cannot enter"},
+		{name: "a folder its group may enter, not read", mode: 0o710, parent: 0o755, refusal: "readable by you alone"},
+		{name: "group-readable folder behind a private one", mode: 0o750, parent: 0o700, refusal: "cannot enter"},
+		{name: "group-readable folder", mode: 0o750, parent: 0o755},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReplayed(t, "verified-text-file", sendonce.Options{})
+			parent := filepath.Join(filepath.Dir(r.req.Staging), "home")
+			r.req.Staging = filepath.Join(parent, "staging")
+			if err := os.MkdirAll(r.req.Staging, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// t.TempDir's folders are private: open them as a home's parents would be.
+			for dir := filepath.Dir(parent); dir != os.TempDir(); dir = filepath.Dir(dir) {
+				os.Chmod(dir, 0o755)
+			}
+			os.Chmod(r.req.Staging, tc.mode)
+			os.Chmod(parent, tc.parent)
+			d := r.deliverer()
+			d.OpenDesktop = func(context.Context, string) (driver.Driver, func(), error) {
+				return runsAs{r.drv, other}, func() {}, nil
+			}
+			res, err := d.Deliver(context.Background(), r.req)
+			if tc.refusal == "" {
+				if err != nil || res.Outcome != r.fx.Expected {
+					t.Fatalf("Deliver: %v, outcome %q; want the recorded %s", err, res.Outcome, r.fx.Expected)
+				}
+				return
+			}
+			var fe *sendonce.FieldError
+			if !errors.As(err, &fe) || fe.Field != "staging" || !errors.Is(err, gate.ErrInvalid) || !strings.Contains(err.Error(), tc.refusal) {
+				t.Fatalf("Deliver: %v; want bad input on staging saying %q", err, tc.refusal)
+			}
+			if r.drv.Inputs() != 0 {
+				t.Fatalf("%d input events sent; want none", r.drv.Inputs())
+			}
+			st, err := r.client.Status(context.Background(), sendonce.StatusRequest{Destination: r.req.Destination, Content: r.req.Content})
+			if err != nil || st.Status != gate.StatusFree {
+				t.Fatalf("status %+v, %v; want the key still free", st, err)
+			}
+		})
+	}
+}

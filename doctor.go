@@ -91,6 +91,7 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		add("window", errors.New("not looked for: no display"), "", "fix the display first")
 	} else {
 		defer closeDesktop()
+		owner, _ := drv.(driver.ProcessOwner)
 		drv = noInput{drv}
 		b := drv.Bounds()
 		add("display", nil, fmt.Sprintf("%s, %dx%d", req.Display, b.Dx(), b.Dy()), "")
@@ -103,6 +104,9 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		if werr == nil {
 			add(doctorOCR(ctx, drv, desk, p, w))
 			add(doctorTree(ctx, req.Display, p, w))
+			if owner != nil && passed(out, "staging") {
+				add(doctorAppReads(req.Staging, owner, p, w))
+			}
 		}
 	}
 	if !hasCheck(out, "ocr") {
@@ -144,6 +148,16 @@ func doctorLanguages(given string, p *driver.Profile, installed func(string) err
 		return "ocr languages", errors.Join(errs...), "", "install " + strings.Join(missing, " ") + " (Debian: apt-get install " + strings.Join(missing, " ") + "), or read in fewer languages (--ocr-lang)"
 	}
 	return "ocr languages", nil, langs.String() + ": each one's data is installed (a name in another script is read from the app's tree alone)", ""
+}
+
+// passed: the check of that name ran and passed.
+func passed(r DoctorResult, name string) bool {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c.OK
+		}
+	}
+	return false
 }
 
 func hasCheck(r DoctorResult, name string) bool {
@@ -192,6 +206,27 @@ func doctorStaging(dir string) (string, error, string, string) {
 		return "staging", fmt.Errorf("staging folder %s refused: %v", dir, err), "", fix
 	}
 	return "staging", nil, real + " follows the rules", ""
+}
+
+// doctorAppReads checks that the app's process could open a snapshot placed in the
+// staging folder.
+func doctorAppReads(dir string, owner driver.ProcessOwner, p *driver.Profile, w driver.Window) (string, error, string, string) {
+	fix := "give --staging (or SENDONCE_STAGING) a folder of yours that the app's user can enter, with that user's group and mode 0750"
+	c, err := owner.Credentials(w.PID)
+	if err != nil {
+		return "app reads snapshots", fmt.Errorf("reading %s's process (pid %d): %v", p.App, w.PID, err), "", "run doctor as a user who may read the app's /proc entry"
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return "app reads snapshots", nil, "the staging folder does not exist yet: deliver makes it private (0700), which only an app running as you can read", ""
+	}
+	a, err := openStaging(dir)
+	if err != nil {
+		return "app reads snapshots", err, "", fix
+	}
+	if err := a.appCanRead(c); err != nil {
+		return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s: %v", p.App, w.PID, userName(c.UID), err), "", fix
+	}
+	return "app reads snapshots", nil, fmt.Sprintf("%s (pid %d) runs as %s and can open snapshots in %s", p.App, w.PID, userName(c.UID), a.dir), ""
 }
 
 // doctorOCR reads the profile's title region of the app's window.

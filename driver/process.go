@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path"
 	"strconv"
@@ -24,4 +26,63 @@ func ProcessName(pid int) string {
 		}
 	}
 	return path.Base(args[0])
+}
+
+// Credentials are what the kernel checks a process's file access against: its
+// filesystem user id and its groups (the effective one first).
+type Credentials struct {
+	UID    int
+	Groups []int
+}
+
+// ProcessOwner is a desktop whose windows belong to processes on this machine: it can
+// say whose rights an app's process reads files with. A replay's desktop is not one.
+type ProcessOwner interface {
+	Credentials(pid int) (Credentials, error)
+}
+
+// ProcessCredentials reads a process's filesystem user id and groups from /proc.
+func ProcessCredentials(pid int) (Credentials, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return Credentials{}, err
+	}
+	return parseStatus(string(b))
+}
+
+// parseStatus reads the Uid, Gid and Groups lines of a /proc/PID/status file. The
+// filesystem ids are the fourth of Uid's and Gid's four fields.
+func parseStatus(status string) (Credentials, error) {
+	var c Credentials
+	var uid, gid []string
+	for _, line := range strings.Split(status, "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "Uid":
+			uid = strings.Fields(value)
+		case "Gid":
+			gid = strings.Fields(value)
+		case "Groups":
+			for _, f := range strings.Fields(value) {
+				g, err := strconv.Atoi(f)
+				if err != nil {
+					return Credentials{}, fmt.Errorf("process status: group %q: %v", f, err)
+				}
+				c.Groups = append(c.Groups, g)
+			}
+		}
+	}
+	if len(uid) != 4 || len(gid) != 4 {
+		return Credentials{}, errors.New("process status: no Uid or Gid line of four ids")
+	}
+	u, err1 := strconv.Atoi(uid[3])
+	g, err2 := strconv.Atoi(gid[3])
+	if err := errors.Join(err1, err2); err != nil {
+		return Credentials{}, fmt.Errorf("process status: %v", err)
+	}
+	c.UID, c.Groups = u, append([]int{g}, c.Groups...)
+	return c, nil
 }

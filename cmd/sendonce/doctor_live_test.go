@@ -49,6 +49,10 @@ func TestLiveDoctor(t *testing.T) {
 		return n
 	}
 	before := events()
+	private := filepath.Join(t.TempDir(), "staging") // 0700: the test bed's apps run as another user
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change map[string]string // flag -> value
@@ -58,6 +62,7 @@ func TestLiveDoctor(t *testing.T) {
 		{name: "everything in order"},
 		{name: "no store", change: map[string]string{"--store": filepath.Join(t.TempDir(), "none.db")}, failed: []string{"store"}},
 		{name: "a staging folder others can write", change: map[string]string{"--staging": open}, failed: []string{"staging"}},
+		{name: "a staging folder the app's user cannot read", change: map[string]string{"--staging": private}, failed: []string{"app reads snapshots"}},
 		{name: "an invalid profile", change: map[string]string{"--app": "broken"}, failed: []string{"profile", "window"}},
 		{name: "the app is not running", change: map[string]string{"--app": "absent"}, failed: []string{"window"}},
 		{name: "no display", change: map[string]string{"--display": ":987"}, failed: []string{"display", "window"}},
@@ -107,8 +112,9 @@ func TestLiveDoctor(t *testing.T) {
 			if code != wantCode || !slices.Equal(failed, tc.failed) || res.Ready != (len(tc.failed) == 0) {
 				t.Fatalf("exit %d, failed %v; want exit %d, failed %v\n%s", code, failed, wantCode, tc.failed, out)
 			}
-			for _, n := range []string{"store", "staging", "profile", "display", "window", "ocr", "accessibility", "provider"} {
-				if !slices.Contains(names, n) && !((n == "ocr" || n == "accessibility") && slices.Contains(tc.failed, "window")) {
+			for _, n := range []string{"store", "staging", "profile", "display", "window", "ocr", "accessibility", "app reads snapshots", "provider"} {
+				afterWindow := n == "ocr" || n == "accessibility" || n == "app reads snapshots"
+				if !slices.Contains(names, n) && !(afterWindow && slices.Contains(tc.failed, "window")) && !(n == "app reads snapshots" && slices.Contains(tc.failed, "staging")) {
 					t.Errorf("no %s check in %v", n, names)
 				}
 			}

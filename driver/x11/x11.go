@@ -189,3 +189,8 @@ func (d *Desktop) XTestTyping() error { return d.noXTest }
 // SharesMemory reports whether captures come through a segment shared with the X
 // server (MIT-SHM) rather than through the socket.
 func (d *Desktop) SharesMemory() bool { return d.capture.shared != nil }
+
+// Credentials says whose rights a window's process reads files with.
+func (d *Desktop) Credentials(pid int) (driver.Credentials, error) {
+	return driver.ProcessCredentials(pid)
+}
