@@ -273,9 +273,9 @@ func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver
 	case err != nil && p.Tree == driver.TreeRequired:
 		return "accessibility", err, "", fix
 	case err != nil && p.ReadsTree():
-		return "accessibility", nil, fmt.Sprintf("no tree (%v); this profile reads it where there is one, so OCR reads in its place: look-alike letters (Cyrillic В for B) and names in scripts outside the OCR languages cannot be told apart or read. To publish one: %s", err, fix), ""
+		return "accessibility", nil, fmt.Sprintf("no tree (%v); this profile reads it where there is one, so OCR reads in its place: look-alike letters (Cyrillic В for B) and names in scripts outside the OCR languages cannot be told apart or read", err), ""
 	case err != nil:
-		return "accessibility", nil, fmt.Sprintf("no tree (%v); this profile reads none, so OCR reads everything. To publish one: %s", err, fix), ""
+		return "accessibility", nil, fmt.Sprintf("no tree (%v); this profile reads none, so OCR reads everything", err), ""
 	}
 	n := 0
 	root.Walk(func(*atspi.Node, int) bool { n++; return true })

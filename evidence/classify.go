@@ -223,8 +223,8 @@ type judge struct {
 	pickerGate bool // the gate was asked at a boundary: the runner wrote this transcript
 	sendAt     int  // the gate's first crossing of send
 	lastAct    int  // the last record that acted or may have: a step, or input
-	// baseline is how many items named like ours the first read of sent items showed;
-	// -1 before that read.
+	// baseline is how many items named like ours the first read of sent items showed
+	// (or the most that a read before anything acted showed); -1 before that read.
 	baseline  int
 	finalChat int // the last final read of the chat
 	finalPage int // the last final read of the send page
@@ -381,6 +381,10 @@ func (j *judge) observe(r Record) {
 	case "sent_items":
 		n := j.named(o.Items)
 		switch {
+		case j.lastAct == 0:
+			// Nothing has acted yet (every input is written ahead, on its step): what
+			// the chat shows is how it was before this attempt.
+			j.baseline = max(j.baseline, n)
 		case j.baseline < 0 && len(j.before)+len(j.after) == 0 && o.Phase == "before_send":
 			j.baseline = n
 		case n > max(j.baseline, 0):

@@ -174,6 +174,10 @@ func baseCorpus(sha, other string) []transcriptCase {
 		{label: "not_sent", name: "label-claims-sent", build: flow(true, stopped(append(final(), label("sent_verified"))...)...)},
 		{label: "not_sent", name: "leftover-page-dismissed", build: flow(true, step("dismiss leftover send page", Safe), result(1, ""), items("before_send", older), title("Bob"), items("final", older), page("final"))},
 		{label: "not_sent", name: "gate-refused-at-picker", build: flow(true, title("Bob"), Record{Kind: KindGate, Gate: &GateUse{Action: "check", Boundary: "open_picker", Decision: "refused", Reason: "lease expired"}})},
+		// Stopped before anything acted (the app published no tree, and the profile
+		// requires one): the chat already held an item of ours with the file's name, from
+		// an earlier delivery. Nothing this attempt did can have put it there.
+		{label: "not_sent", name: "stopped-before-any-step-chat-holds-an-older-one", build: flow(true, final(report)...)},
 		{label: "not_sent", name: "picker-failed-to-open", build: flow(true, cat([]Record{items("before_send"), title("Bob"), step("open picker", Safe), result(3, "the picker did not appear")}, final())...)},
 
 		// sent_verified: confirmation bound to this dispatch.

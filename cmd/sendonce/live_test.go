@@ -205,6 +205,9 @@ type liveApp struct {
 var (
 	gajimApp = liveApp{name: "gajim", displayKey: "DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
 	psiApp   = liveApp{name: "psi-plus", displayKey: "PSI_DISPLAY", uploadKey: "PSI_UPLOAD_DIR", jidKey: "PSI_JID", passwordKey: "PSI_PASSWORD"}
+	// The second workstation's Gajim (alice again), started without its accessibility
+	// bridge (NO_AT_BRIDGE=1): it publishes no tree.
+	bridgelessGajimApp = liveApp{name: "gajim", displayKey: "WS2_DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
 )
 
 // liveRun is one live test's world: the test bed, the app, a fresh store, a folder for files.

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,4 +216,88 @@ func a11yBusDaemon(t *testing.T, address string) int {
 		t.Fatalf("pgrep: %q: %v", out, err)
 	}
 	return pid
+}
+
+// TestLiveAppWithoutItsBridge: Gajim started with NO_AT_BRIDGE=1 publishes no tree on
+// its session's running accessibility bus. doctor names that variable; a profile that
+// requires the tree stops not_sent before anything is touched, with the same reason;
+// the built-in profile, which reads the tree where there is one, falls back to OCR and
+// says so in the result and the evidence, and delivers once.
+func TestLiveAppWithoutItsBridge(t *testing.T) {
+	l := newLiveWith(t, bridgelessGajimApp)
+	if got := l.bed.get(t, "WS2_BRIDGE"); got != "off" {
+		t.Fatalf("the test bed's second Gajim has accessibility %q; want it started without its bridge", got)
+	}
+	// The built-in profile, requiring the tree.
+	builtin, err := os.ReadFile(filepath.Join("..", "..", "driver", "profiles", "gajim.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := filepath.Join(t.TempDir(), "gajim-tree-required.json")
+	if err := os.WriteFile(required, bytes.Replace(builtin, []byte(`"app": "gajim",`), []byte(`"app": "gajim", "tree": "required",`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const why = "NO_AT_BRIDGE=1"
+
+	type check struct {
+		Name, Saw, Fix string
+		OK             bool
+	}
+	doctor := func(profile ...string) check {
+		t.Helper()
+		args := append([]string{"--json", "doctor", "--store", l.store, "--display", l.display(), "--staging", l.bed.staging(t)}, profile...)
+		out, _ := cli(t, nil, args...)
+		var res struct{ Checks []check }
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("doctor: %v: %s", err, out)
+		}
+		for _, c := range res.Checks {
+			if c.Name == "accessibility" {
+				return c
+			}
+		}
+		t.Fatalf("no accessibility check: %s", out)
+		return check{}
+	}
+	if c := doctor("--app", "gajim"); !c.OK || !strings.Contains(c.Saw, why) || !strings.Contains(c.Saw, "OCR reads in its place") {
+		t.Errorf("doctor, built-in profile: %+v; want a passed check saying %s and that OCR reads in its place", c, why)
+	}
+	if c := doctor("--profile", required); c.OK || !strings.Contains(c.Saw, why) || c.Fix == "" {
+		t.Errorf("doctor, tree required: %+v; want a failed check saying %s, with a fix", c, why)
+	}
+
+	file, sum := l.file("no-bridge.txt")
+	before := uploads(t, l.uploadDir())
+	args := l.deliverArgs(file, "Bob")
+	args[1], args[2] = "--profile", required // in place of --app gajim
+	out, code := cli(t, liveEnv, args...)
+	m := decode(t, out)
+	l.noteBundle(m)
+	if code != exitNotSent || m["outcome"] != "not_sent" || !strings.Contains(fmt.Sprint(m["stopped"]), why) {
+		t.Fatalf("tree required: exit %d; want %d not_sent, stopped saying %s\n%s", code, exitNotSent, why, describe(m))
+	}
+	for _, r := range verifiedBundle(t, m).Records {
+		if r.Kind == evidence.KindStep {
+			t.Fatalf("tree required: the bundle records the step %q; want nothing touched", r.Intent)
+		}
+	}
+
+	m, code, _ = l.deliver(file, "Bob")
+	l.wantSentVerified(m, code)
+	l.wantExactlyOneCopyEach(before, sum)
+	if tree := fmt.Sprint(m["accessibility_tree"]); !strings.HasPrefix(tree, "unavailable") || !strings.Contains(tree, why) || !strings.Contains(tree, "OCR read in its place") {
+		t.Errorf("accessibility_tree %q; want it unavailable, saying %s and that OCR read in its place", tree, why)
+	}
+	if m["title_sources"] != "ocr" {
+		t.Errorf("title_sources %v; want ocr", m["title_sources"])
+	}
+	said := false
+	for _, r := range verifiedBundle(t, m).Records {
+		if o := r.Observed; o != nil && o.What == "accessibility_tree" && len(o.Readings) == 1 && strings.Contains(o.Readings[0].Text, why) {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("the evidence has no accessibility_tree observation saying %s", why)
+	}
 }

@@ -235,8 +235,15 @@ func (b *Bus) Application(ctx context.Context, pid uint32) (App, error) {
 		}
 		seen = append(seen, fmt.Sprintf("%s (pid %d)", a.Name, a.PID))
 	}
-	return App{}, fmt.Errorf("%w: process %d publishes no accessibility tree on this bus (registered: %s); a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
-		ErrUnavailable, pid, strings.Join(seen, ", "))
+	if len(seen) == 0 {
+		seen = append(seen, "none")
+	}
+	why := WhyAbsent("/proc", int(pid))
+	if why == "" {
+		why = "a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"
+	}
+	return App{}, fmt.Errorf("%w: process %d publishes no accessibility tree on this bus (registered: %s): %s",
+		ErrUnavailable, pid, strings.Join(seen, ", "), why)
 }
 
 func (b *Bus) children(ctx context.Context, r Ref) ([]Ref, error) {
