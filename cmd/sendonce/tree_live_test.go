@@ -222,7 +222,9 @@ func a11yBusDaemon(t *testing.T, address string) int {
 // its session's running accessibility bus. doctor names that variable; a profile that
 // requires the tree stops not_sent before anything is touched, with the same reason;
 // the built-in profile, which reads the tree where there is one, falls back to OCR and
-// says so in the result and the evidence, and delivers once.
+// says so in the result and the evidence, and delivers once. After that delivery the
+// conversation shows an item of ours with the name the stopped attempt's file has too:
+// the stop, before anything was touched, is still not_sent.
 func TestLiveAppWithoutItsBridge(t *testing.T) {
 	l := newLiveWith(t, bridgelessGajimApp)
 	if got := l.bed.get(t, "WS2_BRIDGE"); got != "off" {
@@ -268,21 +270,7 @@ func TestLiveAppWithoutItsBridge(t *testing.T) {
 
 	file, sum := l.file("no-bridge.txt")
 	before := uploads(t, l.uploadDir())
-	args := l.deliverArgs(file, "Bob")
-	args[1], args[2] = "--profile", required // in place of --app gajim
-	out, code := cli(t, liveEnv, args...)
-	m := decode(t, out)
-	l.noteBundle(m)
-	if code != exitNotSent || m["outcome"] != "not_sent" || !strings.Contains(fmt.Sprint(m["stopped"]), why) {
-		t.Fatalf("tree required: exit %d; want %d not_sent, stopped saying %s\n%s", code, exitNotSent, why, describe(m))
-	}
-	for _, r := range verifiedBundle(t, m).Records {
-		if r.Kind == evidence.KindStep {
-			t.Fatalf("tree required: the bundle records the step %q; want nothing touched", r.Intent)
-		}
-	}
-
-	m, code, _ = l.deliver(file, "Bob")
+	m, code, _ := l.deliver(file, "Bob")
 	l.wantSentVerified(m, code)
 	l.wantExactlyOneCopyEach(before, sum)
 	if tree := fmt.Sprint(m["accessibility_tree"]); !strings.HasPrefix(tree, "unavailable") || !strings.Contains(tree, why) || !strings.Contains(tree, "OCR read in its place") {
@@ -299,5 +287,22 @@ func TestLiveAppWithoutItsBridge(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("the evidence has no accessibility_tree observation saying %s", why)
+	}
+
+	// Requiring the tree: other bytes under the same name, which the conversation now
+	// shows an item of ours for. Nothing is touched, so that item is not this attempt's.
+	second, _ := l.file("no-bridge.txt")
+	args := l.deliverArgs(second, "Bob")
+	args[1], args[2] = "--profile", required // in place of --app gajim
+	out, code := cli(t, liveEnv, args...)
+	m = decode(t, out)
+	l.noteBundle(m)
+	if code != exitNotSent || m["outcome"] != "not_sent" || !strings.Contains(fmt.Sprint(m["stopped"]), why) {
+		t.Fatalf("tree required: exit %d; want %d not_sent, stopped saying %s\n%s", code, exitNotSent, why, describe(m))
+	}
+	for _, r := range verifiedBundle(t, m).Records {
+		if r.Kind == evidence.KindStep {
+			t.Fatalf("tree required: the bundle records the step %q; want nothing touched", r.Intent)
+		}
 	}
 }
