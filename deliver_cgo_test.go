@@ -168,6 +168,20 @@ func TestReplayFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkSkeleton(t, name, b)
+			// A verified delivery recorded with the conversation's tree confirms from it:
+			// the sent item's name in the app's words, OCR agreeing.
+			if r.drv.HasTrees() && res.Outcome == "sent_verified" {
+				var agreed bool
+				for _, rec := range b.Records {
+					if o := rec.Observed; o != nil && o.What == "sent_items" && o.Phase == "after_send" && len(o.Items) > 0 &&
+						len(o.Readings) == 2 && o.Readings[0].Source == "accessibility_tree" && o.Readings[0].Text == r.fx.FileName && o.Readings[1].Verdict == "agree" {
+						agreed = true
+					}
+				}
+				if !agreed {
+					t.Fatalf("no read after the send shows the sent item from the tree, OCR agreeing")
+				}
+			}
 		})
 	}
 }

@@ -34,6 +34,9 @@ type chatRead struct {
 	title   string
 	Items   []evidence.Item
 	atEnd   bool
+	// From the tree (chat.node): the readings of each item's name, the nodes read.
+	readings []evidence.Reading
+	target   *evidence.Target
 }
 
 // readChat reads the chat from a capture that held still. A capture whose pixels equal
@@ -50,13 +53,27 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		return chatRead{}, err
 	}
 	out := chatRead{phase: phase, pix: pix}
+	// The tree is read while OCR reads the capture.
+	var tree chan chatTree
+	if r.treeChat() {
+		tree = make(chan chatTree, 1)
+		go func() { tree <- r.readChatTree(ctx, region) }()
+	}
 	if prev != nil && prev.pix == pix && prev.look.Region == region {
 		out.look, out.Items, out.reused = vision.Look{Region: region, Frame: frame, Words: prev.look.Words}, prev.Items, true
 	} else {
 		if out.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode()); err != nil {
+			if tree != nil {
+				<-tree
+			}
 			return chatRead{}, err
 		}
 		out.Items = r.items(out.look)
+	}
+	if tree != nil {
+		if err := r.itemsFromTree(ctx, &out, <-tree); err != nil {
+			return chatRead{}, err
+		}
 	}
 	if cf := r.confirm(); cf != nil {
 		out.endRect = cf.EndBlank.In(r.window.Bounds)
@@ -82,6 +99,9 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 // the profile's other preparations, and returns the first read that shows it (or o).
 // It stops early, returning o, once the other witness (when not nil) has confirmed.
 func (r *Runner) rereadChat(ctx context.Context, o chatRead, before []evidence.Item, witnessed <-chan struct{}) (chatRead, error) {
+	if o.target != nil {
+		return o, nil // the items are the tree's: another OCR read changes none
+	}
 	for _, prep := range r.Profile.Chat.AltPreps {
 		if isClosed(witnessed) {
 			break
@@ -106,9 +126,9 @@ func (r *Runner) recordChat(o chatRead) error {
 		eh, _ := r.Rec.Frame(o.end)
 		ocr = append(ocr, evidence.OCRRegion{Frame: eh, Region: box(o.endRect)}) // no words: blank or not is in the frame
 	}
-	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for sent items", After: h, OCR: ocr,
+	_, err := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "look for sent items", After: h, OCR: ocr, Target: o.target,
 		Observed: &evidence.Observation{What: "sent_items", Phase: o.phase, DispatchID: r.dispatchID(), Title: o.title, Items: o.Items,
-			SizesShown: r.Profile.SizesShown, AtBottom: o.atEnd}})
+			SizesShown: r.Profile.SizesShown, AtBottom: o.atEnd, Readings: o.readings}})
 	return err
 }
 

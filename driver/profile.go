@@ -187,6 +187,16 @@ type Read struct {
 	//
 	//	"title": {"region": {"x": 480, "y": 24, "w": -20, "h": 58}, "mode": "single_line",
 	//	          "node": {"role": "label", "states": ["has-tooltip"]}}
+	//
+	// Node (chat) names one message row of the conversation: each node that shows,
+	// matches and has its middle inside Region is a row, and the text of every node in
+	// it is read as a word where it shows, the app's exact words in place of OCR's. The
+	// confirm rules then apply as they do to OCR's words (the author's ink is read from
+	// the same capture). An item's name is compared exactly, and OCR of the capture
+	// where it shows must agree with it; after the send, an item whose two readings
+	// disagree confirms nothing.
+	//
+	//	"chat": {..., "node": {"role": "list item", "under": {"role": "list box"}}}
 	Node *NodeMatch `json:"node,omitempty"`
 }
 
@@ -427,7 +437,7 @@ const choosingSends = "choose_file,send"
 // ReadsTree says whether the profile reads the app's accessibility tree: its title, or
 // a step.
 func (p *Profile) ReadsTree() bool {
-	if p.Title.Node != nil || p.SendPage.Node != nil {
+	if p.Title.Node != nil || p.SendPage.Node != nil || p.Chat.Node != nil {
 		return true
 	}
 	for _, ph := range [][]Step{p.Clean, p.OpenConversation, p.OpenPicker, p.ChooseFile, p.Send, p.Dismiss} {
@@ -550,9 +560,6 @@ func (p *Profile) validate() error {
 		}
 		if name != "chat" && len(rd.AltPreps) > 0 {
 			return fmt.Errorf("profile %s: %s.alt_preps: only the chat is read again with other preparations (remove them)", p.App, name)
-		}
-		if name == "chat" && rd.Node != nil {
-			return fmt.Errorf("profile %s: chat.node: the chat is read by OCR (the title and the send page read nodes)", p.App)
 		}
 		if err := rd.Node.check(fmt.Sprintf("profile %s: %s.node", p.App, name)); err != nil {
 			return err

@@ -185,8 +185,9 @@ func blank(img *image.RGBA) bool {
 	return true
 }
 
-// sizePattern finds a displayed file size ("17 B", "1.2 kB", "3,4 MiB").
-var sizePattern = regexp.MustCompile(`\b\d+(?:[.,]\d+)?\s?(?:B|bytes|kB|KB|KiB|MB|MiB|GB|GiB)\b`)
+// sizePattern finds a displayed file size ("17 B", "1.2 kB", "3,4 MiB"); apps put a
+// no-break space between the number and its unit ("9.0\u00a0MB" in Gajim's tree).
+var sizePattern = regexp.MustCompile(`\b\d+(?:[.,]\d+)?[\s\x{a0}\x{202f}]?(?:B|bytes|kB|KB|KiB|MB|MiB|GB|GiB)\b`)
 
 // items finds the file items a look shows: each run of words that reads as the file
 // name, with the size shown on the same line or just below it (a file card), where it

@@ -27,8 +27,9 @@ import (
 
 // TestLiveTreeReadGatesTheChoice: a delivery through the built-in profile is
 // sent_verified with one copy on the server; the title is read from the tree with OCR
-// agreeing, and the evidence records the chooser's Open button as the app named it, in
-// its dialog, sensitive, before the file was chosen.
+// agreeing, the evidence records the chooser's Open button as the app named it, in its
+// dialog, sensitive, before the file was chosen, and the sent item as the
+// conversation's tree names it, OCR agreeing.
 func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 	l := newLive(t)
 	file, sum := l.file("tree-read.txt")
@@ -52,6 +53,23 @@ func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 	}
 	if len(open) != 1 || !strings.Contains(open[0], "sensitive") || !strings.Contains(open[0], `file chooser "Choose File to Send…"`) {
 		t.Fatalf("the evidence records %q of the Open button from the tree; want the chooser's Open button, sensitive, once", open)
+	}
+	// The sent item, confirmed from the conversation's tree with OCR agreeing.
+	confirmed := false
+	for _, r := range bundle.Records {
+		o := r.Observed
+		if o == nil || o.What != "sent_items" || o.Phase != "after_send" || len(o.Readings) != 2*len(o.Items) {
+			continue
+		}
+		for i, it := range o.Items { // each item's name: the tree's reading, then OCR's
+			tree, ocr := o.Readings[2*i], o.Readings[2*i+1]
+			if it.Ours && it.Finished && tree.Source == "accessibility_tree" && tree.Text == "tree-read.txt" && ocr.Source == "ocr" && ocr.Verdict == "agree" {
+				confirmed = true
+			}
+		}
+	}
+	if !confirmed {
+		t.Fatalf("no read after the send shows the sent item from the tree (ours, finished), OCR agreeing")
 	}
 }
 

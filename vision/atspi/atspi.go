@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -320,14 +321,14 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if err != nil {
 			return nil, err
 		}
-		if e := n.Extents; e != nil && depth > 0 {
+		if e := n.Extents; e != nil && depth > 0 && !e.unplaced() {
 			v := *e
 			if clip != nil {
 				v = v.intersect(*clip)
 			}
 			n.Visible, clip = &v, &v
 		}
-		if l.ShowingOnly && depth > 0 && !n.Has("showing") || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
+		if l.ShowingOnly && depth > 0 && !n.Has("showing") && !n.readThrough() || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
 			depth > 1 && l.ShowingOnly && n.Visible != nil && n.Visible.empty() && !n.Extents.empty() ||
 			depth > 1 && l.Within != nil && n.Visible != nil && !n.Visible.meets(*l.Within) {
 			return nil, nil
@@ -361,6 +362,19 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, context.Cause(ctx))
 	}
 	return n, err
+}
+
+// unplaced: GTK 3 gives G_MININT as the position of a widget it cannot place on screen.
+func (b Box) unplaced() bool { return b.X == math.MinInt32 && b.Y == math.MinInt32 }
+
+// readThrough says whether a snapshot of what shows reads on below a node that says it
+// does not show: a visible viewport that GTK 3 cannot place. Gajim's conversation view
+// reports that of its viewport once the conversation was shown again, while every
+// message row under it shows, placed where it is drawn. Its children say what shows;
+// its bogus extents clip nothing. Only a viewport: the rows a list scrolled away say
+// the same of themselves, and what lies below them does not show.
+func (n *Node) readThrough() bool {
+	return n.Role == "viewport" && !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced()
 }
 
 // intersect is the part of b inside o (empty: no width or height).
@@ -413,7 +427,13 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly bool, within *Box) (*
 			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
 		}
 		n.States = stateNames(bits)
-		if !n.Has("showing") || within != nil && n.Extents != nil && !n.Extents.empty() && n.Extents.intersect(*within).empty() {
+		if !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced() {
+			// Perhaps a viewport GTK cannot place: its role says (readThrough).
+			if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil && ctx.Err() != nil {
+				return nil, nil, fmt.Errorf("the role of %s: %w", r.Path, err)
+			}
+		}
+		if !n.Has("showing") && !n.readThrough() || within != nil && n.Extents != nil && !n.Extents.empty() && !n.Extents.unplaced() && n.Extents.intersect(*within).empty() {
 			return n, nil, nil
 		}
 		stateCall = func() error { return nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -141,24 +142,13 @@ func TestOpenOutlivesItsContext(t *testing.T) {
 // windows) whose extents do not meet it, with what lies below them; nodes without
 // extents are kept.
 func TestSnapshotWithin(t *testing.T) {
-	addr := atspitest.PrivateBus(t)
 	served := tree()
 	frame := served.Children[0]
 	frame.Extents = &Box{X: 0, Y: 0, W: 800, H: 600}
 	frame.Children[0].Extents = &Box{X: 10, Y: 10, W: 100, H: 20}  // the label: in the header
 	frame.Children[2].Extents = &Box{X: 10, Y: 500, W: 100, H: 30} // Send Files: below it
-	app := atspitest.App(t, addr, served, false)
-	atspitest.Registry(t, addr, app)
 	ctx := context.Background()
-	b, err := Open(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	a, err := b.Application(ctx, uint32(os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, a := serveApp(t, served)
 	got, err := b.Snapshot(ctx, a.Ref, Limits{Within: &Box{X: 0, Y: 0, W: 800, H: 50}})
 	if err != nil {
 		t.Fatal(err)
@@ -172,4 +162,70 @@ func TestSnapshotWithin(t *testing.T) {
 	if n := len((Match{Role: "text"}).Find(got)); n != 1 {
 		t.Errorf("a node without extents: %d found; want it kept", n)
 	}
+}
+
+// TestSnapshotReadsThroughAnUnplacedNode: a visible viewport that GTK cannot place (its
+// position G_MININT, no showing state), as Gajim's conversation viewport reports itself
+// once the conversation was shown again, is read through: the rows under it that show
+// are in the snapshot, clipped by the ancestors that are placed. Any other node that
+// does not show still hides what lies below it: one placed, one not visible, and a row
+// GTK cannot place.
+func TestSnapshotReadsThroughAnUnplacedNode(t *testing.T) {
+	on := []string{"enabled", "sensitive", "showing", "visible"}
+	unplaced := &Box{X: math.MinInt32, Y: math.MinInt32, W: 846, H: 647}
+	row := func(name string, y int) *Node {
+		return &Node{Role: "list item", States: on, Extents: &Box{X: 420, Y: y, W: 846, H: 94}, Children: []*Node{
+			{Role: "label", Name: name, States: on, Extents: &Box{X: 565, Y: y + 40, W: 80, H: 15}}}}
+	}
+	served := &Node{Role: "application", Name: "gajim", Children: []*Node{
+		{Role: "frame", Name: "Gajim", States: on, Extents: &Box{X: 0, Y: 0, W: 1280, H: 800}, Children: []*Node{
+			{Role: "scroll pane", States: on, Extents: &Box{X: 420, Y: 105, W: 860, H: 647}, Children: []*Node{
+				{Role: "viewport", States: []string{"enabled", "sensitive", "visible"}, Extents: unplaced, Children: []*Node{
+					{Role: "list box", States: on, Extents: &Box{X: 420, Y: -844, W: 846, H: 1596}, Children: []*Node{
+						row("shows.txt", 600), row("scrolled-away.txt", -300),
+						// A row GTK cannot place, as it says of those a list scrolled away.
+						{Role: "list item", States: []string{"enabled", "visible"}, Extents: &Box{X: math.MinInt32, Y: math.MinInt32, W: 846, H: 94}, Children: []*Node{
+							{Role: "label", Name: "unplaced row", States: on, Extents: &Box{X: 565, Y: 640, W: 80, H: 15}}}},
+					}}}}}},
+			{Role: "panel", States: []string{"enabled", "visible"}, Extents: &Box{X: 0, Y: 0, W: 10, H: 10}, Children: []*Node{
+				{Role: "label", Name: "placed, not showing", States: on, Extents: &Box{X: 0, Y: 0, W: 10, H: 10}}}},
+			{Role: "panel", States: []string{"enabled"}, Extents: &Box{X: math.MinInt32, Y: math.MinInt32, W: 1, H: 1}, Children: []*Node{
+				{Role: "label", Name: "unplaced, not visible", States: on, Extents: &Box{X: 0, Y: 0, W: 10, H: 10}}}},
+		}}}}
+	ctx := context.Background()
+	b, a := serveApp(t, served)
+	for _, within := range []*Box{nil, {X: 425, Y: 107, W: 520, H: 648}} {
+		got, err := b.Snapshot(ctx, a.Ref, Limits{ShowingOnly: true, Within: within})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, n := range (Match{Role: "label", Showing: true}).Find(got) {
+			names = append(names, n.Name)
+			if n.Visible == nil || n.Visible.Y != 640 {
+				t.Errorf("within %v: %s shows at %v; want where it is drawn, y 640", within, n.Name, n.Visible)
+			}
+		}
+		if !slices.Equal(names, []string{"shows.txt"}) {
+			t.Errorf("within %v: labels %q in the snapshot; want only the row that shows", within, names)
+		}
+	}
+}
+
+// serveApp serves root as this process's application on a private bus with a registry,
+// and returns the bus, opened, and the application found by this process's id.
+func serveApp(t *testing.T, root *Node) (*Bus, App) {
+	t.Helper()
+	addr := atspitest.PrivateBus(t)
+	atspitest.Registry(t, addr, atspitest.App(t, addr, root, false))
+	b, err := Open(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	a, err := b.Application(context.Background(), uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a
 }

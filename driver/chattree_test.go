@@ -1,0 +1,129 @@
+package driver
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/vision"
+	"github.com/sendonce/sendonce/vision/atspi"
+)
+
+func TestSizePattern(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"17 bytes", "17 bytes"}, {"9.0\u00a0MB", "9.0\u00a0MB"}, {"3,4\u202fMiB", "3,4\u202fMiB"}, {"1.2kB", "1.2kB"},
+		{"report-17.txt", ""}, {"17 bites", ""},
+	} {
+		if got := sizePattern.FindString(c.text); got != c.want {
+			t.Errorf("sizePattern in %q: %q; want %q", c.text, got, c.want)
+		}
+	}
+}
+
+// TestChatFromTheTree: the conversation's rows read from the tree give the file items
+// by the same rules as OCR's words (our author's ink on the capture, a size below the
+// name, progress in the row), with the app's exact words: a look-alike name is no item,
+// a size with a no-break space is a size. Where OCR of the capture reads another name
+// in the place the tree gives, the item confirms nothing after the send, and counts
+// before it.
+func TestChatFromTheTree(t *testing.T) {
+	p, err := LoadProfile("gajim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
+	type line struct {
+		text string
+		ink  color.RGBA
+		x, y int
+	}
+	// drawn is what the screen shows; tree what the app's tree says of the same places
+	// (by the drawn line's index; "" for the same text).
+	for _, c := range []struct {
+		name    string
+		drawn   []line
+		tree    map[int]string
+		phase   string
+		want    string // name|size|ours|finished of each item, joined by ", "
+		verdict vision.Verdict
+	}{
+		{name: "our item, finished",
+			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			tree:  map[int]string{2: "31\u00a0bytes"}, phase: "after_send",
+			want: "report-1.txt|31\u00a0bytes|true|true", verdict: vision.Agree},
+		{name: "a look-alike name the tree tells apart",
+			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			tree:  map[int]string{1: "report-l.txt"}, phase: "after_send", want: ""},
+		{name: "still uploading",
+			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"42 %", text, 200, 65}},
+			phase: "after_send", want: "report-1.txt|31 bytes|true|false", verdict: vision.Agree},
+		{name: "the screen shows another name there, after the send",
+			drawn: []line{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			tree:  map[int]string{1: "report-1.txt"}, phase: "after_send", want: "", verdict: vision.Disagree},
+		{name: "the screen shows another name there, before the send",
+			drawn: []line{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			tree:  map[int]string{1: "report-1.txt"}, phase: "before_send", want: "report-1.txt|31 bytes|true|true", verdict: vision.Disagree},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lines := make([]struct {
+				text string
+				ink  color.RGBA
+				x, y int
+			}, len(c.drawn))
+			for i, l := range c.drawn {
+				lines[i].text, lines[i].ink, lines[i].x, lines[i].y = l.text, l.ink, l.x, l.y
+			}
+			frame, ws := chatFrame(lines)
+			// One row; the header's author and time are labels of their own (as Gajim's
+			// are), every other line one label, where OCR found its words.
+			row := &atspi.Node{Role: "list item", States: []string{"showing"}, Extents: &atspi.Box{X: 0, Y: 0, W: 700, H: 500}}
+			for _, w := range ws {
+				if w.Line == 0 {
+					row.Children = append(row.Children, &atspi.Node{Role: "label", Name: w.Text, States: []string{"showing"},
+						Extents: &atspi.Box{X: w.Box.Min.X, Y: w.Box.Min.Y, W: w.Box.Dx(), H: w.Box.Dy()}})
+				}
+			}
+			for i, l := range c.drawn[1:] {
+				i++
+				var at image.Rectangle
+				for _, w := range ws {
+					if w.Line == i {
+						at = at.Union(w.Box)
+					}
+				}
+				name := l.text
+				if n, ok := c.tree[i]; ok {
+					name = n
+				}
+				row.Children = append(row.Children, &atspi.Node{Role: "label", Name: name, States: []string{"showing"},
+					Extents: &atspi.Box{X: at.Min.X, Y: at.Min.Y, W: at.Dx(), H: at.Dy()}})
+			}
+			desk := treeDesk() // a second read of the name's place reads nothing there
+			r := &Runner{Profile: p, Vars: Vars{FileName: "report-1.txt", Size: 31}, Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsText("")}}
+			look := vision.Look{Region: frame.Rect, Frame: frame, Words: ws}
+			items, readings, _, err := r.treeItems(context.Background(), chatWords(row, []*atspi.Node{row}, frame.Rect), look, c.phase)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, strings.Join([]string{it.Name, it.Size, boolText(it.Ours), boolText(it.Finished)}, "|"))
+			}
+			if strings.Join(got, ", ") != c.want {
+				t.Errorf("items %q; want %q", got, c.want)
+			}
+			if c.verdict != "" && (len(readings) != 2 || readings[1].Verdict != string(c.verdict)) {
+				t.Errorf("readings %+v; want the tree's and OCR's, %s", readings, c.verdict)
+			}
+		})
+	}
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
