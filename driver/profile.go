@@ -276,49 +276,80 @@ func (r Region) In(w image.Rectangle) image.Rectangle {
 	return image.Rect(w.Min.X+x, w.Min.Y+y, w.Min.X+x+wd, w.Min.Y+y+ht).Intersect(w)
 }
 
-// Step is one action of a phase.
+// Step is one action of a phase. Every field, with an example (the built-in profiles in
+// driver/profiles hold many more):
 type Step struct {
-	Name  string         `json:"name"`
-	Do    string         `json:"do"` // see the stepKinds table
+	// Name is what the progress lines and the evidence call the step:
+	// "name": "open the file chooser".
+	Name string `json:"name"`
+	// Do is the step's kind (the stepKinds table): "do": "click_text".
+	Do string `json:"do"`
+	// Class is what the step can do to the delivery: "safe", "may_submit" (it may send
+	// the file: choosing it, in an app that sends on choosing) or "submit" (it sends).
+	// A may_submit or submit step runs only with a fresh pass from the store, and the
+	// evidence judges its inputs whatever its class says: "class": "safe".
 	Class evidence.Class `json:"class"`
 	// Crosses names the boundary a may_submit or submit step crosses; "choose_file,send"
 	// is an app whose choosing of the file already sends it (no separate send control):
 	// that one submit step crosses both, durably, before its single act, and the send
-	// phase is empty.
+	// phase is empty: "crosses": "choose_file".
 	Crosses string `json:"crosses,omitempty"`
-
-	Keys   string      `json:"keys,omitempty"`   // key
-	Text   string      `json:"text,omitempty"`   // type_text, click_text, wait_text, wait_gone, read_field (templates: {{address}} {{file_name}} {{file_path}} {{title}})
-	Window string      `json:"window,omitempty"` // wait_window, wait_window_gone, escape_window, read_field: a title prefix
-	Region *Region     `json:"region,omitempty"` // where to look; the whole window when absent
-	Prep   vision.Prep `json:"prep"`
+	// Keys (key) is the chord to press: "keys": "ctrl+shift+u".
+	Keys string `json:"keys,omitempty"`
+	// Text is the text to type (type_text, recorded as its length only), to find
+	// (click_text, hover_text, wait_text, wait_gone, escape_text) or to read back
+	// (read_field), with templates {{address}} {{file_name}} {{file_path}} {{title}}:
+	// "text": "{{address}}".
+	Text string `json:"text,omitempty"`
+	// Window is a window's title prefix. wait_window, wait_window_gone and
+	// escape_window wait for or dismiss that window; read_field reads its focused
+	// field. On a step that types (key, type_text, type_path, read_field, escape_text)
+	// it is the window the keyboard focus must be in before any key goes out (the main
+	// window when absent); a step that reads the screen reads inside it:
+	// "window": "Choose File to Send".
+	Window string `json:"window,omitempty"`
+	// Region is where the step looks, in the window's coordinates; the whole window when
+	// absent: "region": {"x": 420, "y": 560, "w": 0, "h": 160}.
+	Region *Region `json:"region,omitempty"`
+	// Prep prepares the capture for OCR: "prep": {"Gray": true, "Scale": 2}.
+	Prep vision.Prep `json:"prep"`
 	// AltPreps are tried in turn when Prep does not find the text (OCR of light text on
-	// a coloured button depends on the scale).
+	// a coloured button depends on the scale): "alt_preps": [{"Gray": true, "Scale": 3}].
 	AltPreps []vision.Prep `json:"alt_preps,omitempty"`
-	Mode     string        `json:"mode,omitempty"`
-	Exact    bool          `json:"exact,omitempty"`
-	Timeout  Duration      `json:"timeout,omitempty"`
-	Offset   *image.Point  `json:"offset,omitempty"` // click_offset, hover_offset: from the window's top-left (negative: from the right/bottom)
-	Repeat   int           `json:"repeat,omitempty"` // escape_window, escape_text: at most this many Escapes
+	// Mode is OCR's layout: "sparse" (default), "block" or "single_line":
+	// "mode": "single_line".
+	Mode string `json:"mode,omitempty"`
+	// Exact matches a line that is the text and nothing else, not a phrase within a
+	// line: "exact": true ("Open" alone, not "Open With…").
+	Exact bool `json:"exact,omitempty"`
+	// Timeout bounds a waiting step (the profile's default when absent): "timeout": "5s".
+	Timeout Duration `json:"timeout,omitempty"`
+	// Offset (click_offset, hover_offset) is where to act, from the window's top-left
+	// (negative: from the right or bottom edge): "offset": {"X": -60, "Y": -30}.
+	Offset *image.Point `json:"offset,omitempty"`
+	// Repeat (escape_window, escape_text) is at most how many Escapes: "repeat": 2.
+	Repeat int `json:"repeat,omitempty"`
 	// Confusable matches words the way file names are matched: OCR's 1/l and 0/O
-	// confusions folded (never for a destination's title, which must match exactly).
+	// confusions folded (never for a destination's title, which must match exactly):
+	// "confusable": true.
 	Confusable bool `json:"confusable,omitempty"`
 	// Suffix matches a word that ends with the wanted text (a path in a location field
-	// ends with the file name).
+	// ends with the file name): "suffix": true.
 	Suffix bool `json:"suffix,omitempty"`
 	// WholeLine (wait_text) matches a line that is the wanted text and nothing else, spaces
 	// and a trailing text cursor removed, character for character (as evidence.PathMatches
 	// compares them): the location field read back in full before the file is chosen,
 	// "{{file_path}}", so that a character the app lost anywhere in the path stops the
-	// delivery, not only one of the file's name.
+	// delivery, not only one of the file's name: "whole_line": true.
 	WholeLine bool `json:"whole_line,omitempty"`
 	// AfterChange (wait_text): the text counts only in a frame whose region differs from
 	// the same region captured before the phase's last input step. A check that gates a
 	// boundary (the typed path) cannot then pass on what the field showed before the
-	// input (a name the chooser filled in, from an earlier attempt).
+	// input (a name the chooser filled in, from an earlier attempt): "after_change": true.
 	AfterChange bool `json:"after_change,omitempty"`
 	// If makes the step conditional: it runs only when this text shows (read once, no
-	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be.
+	// wait); otherwise it is skipped, and the evidence says so. Only a safe step may be:
+	// "if": {"text": "Replace", "window": "Choose File"}.
 	If *Condition `json:"if,omitempty"`
 	// Node names a node of the app's accessibility tree: the app's own words, where OCR
 	// reads its pixels (sendonce inspect prints the tree). wait_node waits until exactly
