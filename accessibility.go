@@ -50,7 +50,7 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.Tree
 		}
 		t.apps[pid] = app
 	}
-	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within})
+	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within, ThroughViewports: scope.ThroughViewports})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}

@@ -85,7 +85,8 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	}
 	now := clock.Or(opt.Clock)
 	start := now()
-	limits := atspi.Limits{Nodes: req.Limits.Nodes, Depth: req.Limits.Depth, Time: req.Limits.Time, ShowingOnly: req.ShowingOnly}
+	// A person looks for what shows, the conversation's rows included.
+	limits := atspi.Limits{Nodes: req.Limits.Nodes, Depth: req.Limits.Depth, Time: req.Limits.Time, ShowingOnly: req.ShowingOnly, ThroughViewports: true}
 	if req.Window != "" {
 		limits.Windows = &atspi.Match{Name: req.Window} // the other windows are not read
 	}

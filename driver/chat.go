@@ -53,15 +53,17 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		return chatRead{}, err
 	}
 	out := chatRead{phase: phase, pix: pix}
-	// The tree is read while OCR reads the capture.
-	var tree chan chatTree
-	if r.treeChat() {
-		tree = make(chan chatTree, 1)
-		go func() { tree <- r.readChatTree(ctx, region) }()
-	}
 	if prev != nil && prev.pix == pix && prev.look.Region == region {
+		// The same pixels show the same rows: neither OCR nor the tree is read again.
 		out.look, out.Items, out.reused = vision.Look{Region: region, Frame: frame, Words: prev.look.Words}, prev.Items, true
+		out.readings, out.target = prev.readings, prev.target
 	} else {
+		// The tree is read while OCR reads the capture.
+		var tree chan chatTree
+		if r.treeChat() {
+			tree = make(chan chatTree, 1)
+			go func() { tree <- r.readChatTree(ctx, region) }()
+		}
 		if out.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode()); err != nil {
 			if tree != nil {
 				<-tree
@@ -69,10 +71,10 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 			return chatRead{}, err
 		}
 		out.Items = r.items(out.look)
-	}
-	if tree != nil {
-		if err := r.itemsFromTree(ctx, &out, <-tree); err != nil {
-			return chatRead{}, err
+		if tree != nil {
+			if err := r.itemsFromTree(ctx, &out, <-tree); err != nil {
+				return chatRead{}, err
+			}
 		}
 	}
 	if cf := r.confirm(); cf != nil {

@@ -35,7 +35,7 @@ type chatTree struct {
 
 // readChatTree reads the rows the chat's node matches inside region.
 func (r *Runner) readChatTree(ctx context.Context, region image.Rectangle) chatTree {
-	root, rows, err := r.nodesIn(ctx, r.Profile.Chat.Node.match(r.Vars), region)
+	root, rows, err := r.nodesIn(ctx, r.Profile.Chat.Node.match(r.Vars), region, true)
 	if err != nil {
 		return chatTree{err: err}
 	}

@@ -40,7 +40,7 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 	if err != nil {
 		return pageItems{}, err
 	}
-	root, found, err := r.nodesIn(ctx, r.Profile.SendPage.Node.match(r.Vars), region)
+	root, found, err := r.nodesIn(ctx, r.Profile.SendPage.Node.match(r.Vars), region, false)
 	if err != nil {
 		return pageItems{}, fmt.Errorf("reading the send page: %w", err)
 	}

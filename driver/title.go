@@ -199,7 +199,7 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 // error: the title would be a guess.
 func (r *Runner) titleNode(ctx context.Context, region image.Rectangle) (*atspi.Node, string, error) {
 	m := r.Profile.Title.Node.match(r.Vars)
-	root, in, err := r.nodesIn(ctx, m, region)
+	root, in, err := r.nodesIn(ctx, m, region, false)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the title: %w", err)
 	}
@@ -218,11 +218,11 @@ var errTitleAmbiguous = errors.New("the title is ambiguous")
 // nodesIn reads the app's main window within region and returns the nodes that show,
 // match m and have the middle of where they show inside region: the title's node, the
 // send page's items.
-func (r *Runner) nodesIn(ctx context.Context, m atspi.Match, region image.Rectangle) (*atspi.Node, []*atspi.Node, error) {
+func (r *Runner) nodesIn(ctx context.Context, m atspi.Match, region image.Rectangle, throughViewports bool) (*atspi.Node, []*atspi.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Profile.Timings.titleDeadline())
 	defer cancel()
 	within := &atspi.Box{X: region.Min.X, Y: region.Min.Y, W: region.Dx(), H: region.Dy()}
-	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: within})
+	root, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Within: within, ThroughViewports: throughViewports})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrNoTree, err)
 	}

@@ -26,6 +26,11 @@ type Tree interface {
 type TreeScope struct {
 	Windows *atspi.Match
 	Within  *atspi.Box
+	// ThroughViewports reads on below a viewport GTK cannot place (atspi.Limits): the
+	// conversation's rows, once Gajim showed it again. Only the chat's reads need them;
+	// other reads skip them (they double a read of Gajim's window). A replay keys its
+	// trees by the other fields (the chat's region tells its reads apart).
+	ThroughViewports bool `json:"-"`
 }
 
 // ErrNoTree: the profile reads the app's accessibility tree, and there is none to read.

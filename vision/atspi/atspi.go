@@ -274,6 +274,9 @@ type Limits struct {
 	// Windows, when set, keeps only the root's children (an app's top-level windows)
 	// that match it, and what lies below them: a read of one dialog skips the others.
 	Windows *Match
+	// ThroughViewports, with ShowingOnly, reads on below a viewport that says it does
+	// not show because GTK cannot place it (readThrough).
+	ThroughViewports bool
 	// Within, when set, leaves out what lies outside it on screen: a node whose extents
 	// do not meet it, and what lies below that node (a read of a window's header skips
 	// its conversation).
@@ -316,7 +319,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if l.ShowingOnly && depth > 1 {
 			within = clip
 		}
-		n, kids, err := b.node(ctx, r, l.ShowingOnly && depth > 0, within)
+		n, kids, err := b.node(ctx, r, l.ShowingOnly && depth > 0, l.ThroughViewports, within)
 		<-slots
 		if err != nil {
 			return nil, err
@@ -328,7 +331,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			}
 			n.Visible, clip = &v, &v
 		}
-		if l.ShowingOnly && depth > 0 && !n.Has("showing") && !n.readThrough() || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
+		if l.ShowingOnly && depth > 0 && !n.Has("showing") && !(l.ThroughViewports && n.readThrough()) || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
 			depth > 1 && l.ShowingOnly && n.Visible != nil && n.Visible.empty() && !n.Extents.empty() ||
 			depth > 1 && l.Within != nil && n.Visible != nil && !n.Visible.meets(*l.Within) {
 			return nil, nil
@@ -401,7 +404,7 @@ const snapshotCalls = 16
 // and text; the calls go out together. With showingOnly, the states and the extents
 // come first, and an object that is not showing, or lies wholly outside within (a row
 // its scrolled view hides), is read no further: its States and Extents say why.
-func (b *Bus) node(ctx context.Context, r Ref, showingOnly bool, within *Box) (*Node, []Ref, error) {
+func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports bool, within *Box) (*Node, []Ref, error) {
 	n := &Node{Ref: r}
 	var bits []uint32
 	stateCall := func() error {
@@ -427,13 +430,13 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly bool, within *Box) (*
 			n.Extents = &Box{X: int(box.X), Y: int(box.Y), W: int(box.W), H: int(box.H)}
 		}
 		n.States = stateNames(bits)
-		if !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced() {
+		if throughViewports && !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced() {
 			// Perhaps a viewport GTK cannot place: its role says (readThrough).
 			if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil && ctx.Err() != nil {
 				return nil, nil, fmt.Errorf("the role of %s: %w", r.Path, err)
 			}
 		}
-		if !n.Has("showing") && !n.readThrough() || within != nil && n.Extents != nil && !n.Extents.empty() && !n.Extents.unplaced() && n.Extents.intersect(*within).empty() {
+		if !n.Has("showing") && !(throughViewports && n.readThrough()) || within != nil && n.Extents != nil && !n.Extents.empty() && !n.Extents.unplaced() && n.Extents.intersect(*within).empty() {
 			return n, nil, nil
 		}
 		stateCall = func() error { return nil }

@@ -166,7 +166,7 @@ func TestSnapshotWithin(t *testing.T) {
 
 // TestSnapshotReadsThroughAnUnplacedNode: a visible viewport that GTK cannot place (its
 // position G_MININT, no showing state), as Gajim's conversation viewport reports itself
-// once the conversation was shown again, is read through: the rows under it that show
+// once the conversation was shown again, is read through when asked (ThroughViewports): the rows under it that show
 // are in the snapshot, clipped by the ancestors that are placed. Any other node that
 // does not show still hides what lies below it: one placed, one not visible, and a row
 // GTK cannot place.
@@ -194,8 +194,15 @@ func TestSnapshotReadsThroughAnUnplacedNode(t *testing.T) {
 		}}}}
 	ctx := context.Background()
 	b, a := serveApp(t, served)
+	without, err := b.Snapshot(ctx, a.Ref, Limits{ShowingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len((Match{Role: "label"}).Find(without)); n != 0 {
+		t.Errorf("without ThroughViewports: %d labels under the viewport read; want none", n)
+	}
 	for _, within := range []*Box{nil, {X: 425, Y: 107, W: 520, H: 648}} {
-		got, err := b.Snapshot(ctx, a.Ref, Limits{ShowingOnly: true, Within: within})
+		got, err := b.Snapshot(ctx, a.Ref, Limits{ShowingOnly: true, Within: within, ThroughViewports: true})
 		if err != nil {
 			t.Fatal(err)
 		}
