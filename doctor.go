@@ -104,12 +104,12 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		if werr == nil {
 			add(doctorOCR(ctx, drv, desk, p, w))
 			add(doctorTree(ctx, req.Display, p, w))
-			if owner != nil && passed(out, "staging") {
+			if c, _ := check(out, "staging"); owner != nil && c.OK {
 				add(doctorAppReads(req.Staging, owner, p, w))
 			}
 		}
 	}
-	if !hasCheck(out, "ocr") {
+	if _, ran := check(out, "ocr"); !ran {
 		switch {
 		case desk.OCRError != nil:
 			add("ocr", desk.OCRError, "", "install Tesseract and its English data (Debian: tesseract-ocr tesseract-ocr-eng)")
@@ -150,23 +150,14 @@ func doctorLanguages(given string, p *driver.Profile, installed func(string) err
 	return "ocr languages", nil, langs.String() + ": each one's data is installed (a name in another script is read from the app's tree alone)", ""
 }
 
-// passed: the check of that name ran and passed.
-func passed(r DoctorResult, name string) bool {
+// check is the check of that name, if it ran.
+func check(r DoctorResult, name string) (DoctorCheck, bool) {
 	for _, c := range r.Checks {
 		if c.Name == name {
-			return c.OK
+			return c, true
 		}
 	}
-	return false
-}
-
-func hasCheck(r DoctorResult, name string) bool {
-	for _, c := range r.Checks {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	return DoctorCheck{}, false
 }
 
 // doctorStore opens the store, reads its id and takes its write lock once, changing
@@ -217,7 +208,10 @@ func doctorAppReads(dir string, owner driver.ProcessOwner, p *driver.Profile, w 
 		return "app reads snapshots", fmt.Errorf("reading %s's process (pid %d): %v", p.App, w.PID, err), "", "run doctor as a user who may read the app's /proc entry"
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return "app reads snapshots", nil, "the staging folder does not exist yet: deliver makes it private (0700), which only an app running as you can read", ""
+		if c.UID != 0 && c.UID != os.Getuid() {
+			return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s, and the staging folder %s does not exist yet: deliver would make it private (0700), which %s cannot read", p.App, w.PID, userName(c.UID), dir, userName(c.UID)), "", fix
+		}
+		return "app reads snapshots", nil, "the staging folder does not exist yet: deliver makes it private (0700), which the app, running as you, can read", ""
 	}
 	a, err := openStaging(dir)
 	if err != nil {

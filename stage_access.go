@@ -34,7 +34,7 @@ func (a stagingArea) appCanRead(c driver.Credentials) error {
 		if err != nil {
 			return err
 		}
-		if !canSearch(fi, c) {
+		if !canSearch(dir, fi, c) {
 			blocked, why = dir, fmt.Sprintf("%s %s", fi.Mode(), ownerOf(fi))
 		}
 		if dir == filepath.Dir(dir) {
@@ -61,11 +61,16 @@ func (a stagingArea) readers() string {
 	return "you and the group " + groupName(a.gid)
 }
 
-// canSearch: a process with credentials c may pass through the folder.
-func canSearch(fi os.FileInfo, c driver.Credentials) bool {
+// canSearch: a process with credentials c may pass through the folder at path. A
+// folder with an access control list is not judged here (the list may let the app in:
+// `setfacl -m u:APPUSER:x ~`): the system decides when the app opens the file.
+func canSearch(path string, fi os.FileInfo, c driver.Credentials) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return true // no owner to check against: the system decides when the app opens it
+	}
+	if n, err := syscall.Getxattr(path, "system.posix_acl_access", nil); err == nil && n > 0 {
+		return true
 	}
 	perm := fi.Mode().Perm()
 	switch {
@@ -116,9 +121,13 @@ func (a stagingArea) checkAppReads(ctx context.Context, drv driver.Driver, p *dr
 		return nil // the process went away, or /proc hides it: the delivery finds out
 	}
 	if err := a.appCanRead(c); err != nil {
+		group := "APPGROUP"
+		if len(c.Groups) > 0 {
+			group = groupName(c.Groups[0])
+		}
 		return fieldError("staging", fmt.Errorf("%s (pid %d) runs as %s, which could not open the file sendonce gives it: %v. "+
 			"Give --staging (or SENDONCE_STAGING) a folder of yours that %s can enter, with its group: chgrp %s DIR && chmod 0750 DIR",
-			p.App, w.PID, userName(c.UID), err, userName(c.UID), groupName(c.Groups[0])))
+			p.App, w.PID, userName(c.UID), err, userName(c.UID), group))
 	}
 	return nil
 }

@@ -29,7 +29,8 @@ func (r *Runner) treeChat() bool {
 type chatTree struct {
 	root  *atspi.Node
 	words []vision.Word
-	nodes map[image.Rectangle]*atspi.Node // the label node each word came from, by where it shows
+	nodes []*atspi.Node     // the node each word came from
+	rows  []image.Rectangle // where the row of each word shows
 	err   error
 }
 
@@ -45,8 +46,9 @@ func (r *Runner) readChatTree(ctx context.Context, region image.Rectangle) chatT
 // chatWords are the words of the rows' nodes inside region: each node's text where it
 // shows, its line that of the words level with it.
 func chatWords(root *atspi.Node, rows []*atspi.Node, region image.Rectangle) chatTree {
-	out := chatTree{root: root, nodes: map[image.Rectangle]*atspi.Node{}}
+	out := chatTree{root: root}
 	for _, row := range rows {
+		rowAt := rectOf(*drawn(row)) // nodesIn keeps drawn rows only
 		row.Walk(func(n *atspi.Node, _ int) bool {
 			e := drawn(n)
 			text := nodeText(n)
@@ -58,7 +60,7 @@ func chatWords(root *atspi.Node, rows []*atspi.Node, region image.Rectangle) cha
 				return true
 			}
 			out.words = append(out.words, vision.Word{Text: text, Box: at, Confidence: 100, Line: lineOf(out.words, at)})
-			out.nodes[at] = n
+			out.nodes, out.rows = append(out.nodes, n), append(out.rows, rowAt)
 			return true
 		})
 	}
@@ -82,8 +84,9 @@ func lineOf(words []vision.Word, at image.Rectangle) int {
 // treeItems finds the file items in the tree's words, as items finds them in OCR's,
 // keeping those named exactly as the file; each one's name is cross-checked against
 // OCR's words where it shows (ocr, from the same capture), then, where they do not
-// agree, against a read of that place alone. It returns the items, the readings of
-// each one's name, and the nodes read.
+// agree, against a read of that place alone. A progress word OCR reads in the item's
+// row makes it unfinished too (progress drawn without a text node). It returns the
+// items, the readings of each one's name, and the nodes read.
 func (r *Runner) treeItems(ctx context.Context, t chatTree, ocr vision.Look, phase string) ([]evidence.Item, []evidence.Reading, *evidence.Target, error) {
 	look := vision.Look{Region: ocr.Region, Frame: ocr.Frame, Words: t.words}
 	var items []evidence.Item
@@ -93,39 +96,64 @@ func (r *Runner) treeItems(ctx context.Context, t chatTree, ocr vision.Look, pha
 		if !atspi.Same(it.Name, r.Vars.FileName) {
 			continue // a look-alike: the tree says exactly what the app shows
 		}
-		n := t.nameNode(it)
-		if n == nil {
+		i := t.nameWord(it)
+		if i < 0 {
 			continue
 		}
+		n, name, at := t.nodes[i], nodeText(t.nodes[i]), t.words[i].Box
 		read = append(read, n)
-		at := rectOf(*drawn(n))
-		check := vision.CheckAmong(n.Name, wordsIn(ocr.Words, at), r.languages())
+		check := vision.CheckAmong(name, wordsIn(ocr.Words, at), r.languages())
 		if check.Verdict == vision.Disagree {
 			var err error
-			if check, _, _, err = r.crossCheckName(ctx, n); err != nil {
+			if check, _, err = r.crossCheck(ctx, name, at.Inset(-2).Intersect(r.Driver.Bounds()), vision.Prep{Gray: true, Scale: 2}); err != nil {
 				return nil, nil, nil, err
 			}
 		}
 		readings = append(readings,
-			evidence.Reading{Source: SourceTree, Text: n.Name, Node: n.String(), Box: ptr(box(at))},
+			evidence.Reading{Source: SourceTree, Text: name, Node: n.String(), Box: ptr(box(at))},
 			evidence.Reading{Source: SourceOCR, Text: check.Read, Box: ptr(box(at)), Verdict: string(check.Verdict), Why: check.Why})
 		if check.Verdict == vision.Disagree && phase == "after_send" {
 			continue // two sources that disagree confirm nothing
+		}
+		if it.Finished && r.showsProgress(ocr.Words, t.rows[i]) {
+			it.Finished = false
 		}
 		items = append(items, it)
 	}
 	return items, readings, nodeTarget(t.root, read), nil
 }
 
-// nameNode is the label whose words gave the item's name: the one on the item's line
-// holding exactly that name.
-func (t chatTree) nameNode(it evidence.Item) *atspi.Node {
-	for at, n := range t.nodes {
-		if at.Min.Y <= it.Y+2 && at.Max.Y > it.Y && atspi.Same(n.Name, it.Name) {
-			return n
+// nameWord is the index of the word that gave the item's name: on the item's line
+// (whose top is it.Y), the first holding exactly that name; -1 for none.
+func (t chatTree) nameWord(it evidence.Item) int {
+	line := -1
+	for _, w := range t.words {
+		if w.Box.Min.Y == it.Y {
+			line = w.Line
+			break
 		}
 	}
-	return nil
+	for i, w := range t.words {
+		if w.Line == line && atspi.Same(w.Text, it.Name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// showsProgress says whether OCR reads a progress word of the profile's inside row.
+func (r *Runner) showsProgress(words []vision.Word, row image.Rectangle) bool {
+	if r.confirm() == nil {
+		return false
+	}
+	for _, w := range wordsIn(words, row) {
+		for _, p := range r.confirm().Progress {
+			if strings.Contains(w, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // wordsIn are the words whose middle lies inside at.
@@ -139,20 +167,24 @@ func wordsIn(words []vision.Word, at image.Rectangle) []string {
 	return out
 }
 
-// itemsFromTree puts the tree's items in o. After the send they are the items; before
-// it, and in the last look after a stop, OCR's items on lines the tree has none on are
-// kept beside them: there, more items is the careful side. A tree that gives no read
-// leaves OCR's items, and the evidence says why.
+// itemsFromTree puts the tree's items in o. In the last look after a stop, OCR's items
+// on lines the tree has none on are kept beside them: there more items is the careful
+// side (a possible side effect). A tree that gives no read leaves OCR's items, and the
+// evidence says why; after the send, with a profile that requires the tree, it leaves
+// none.
 func (r *Runner) itemsFromTree(ctx context.Context, o *chatRead, t chatTree) error {
 	if t.err != nil {
 		o.readings = []evidence.Reading{{Source: SourceTree, Text: "unavailable: " + t.err.Error()}}
+		if o.phase == "after_send" && r.Profile.Tree == TreeRequired {
+			o.Items = nil
+		}
 		return nil
 	}
 	items, readings, target, err := r.treeItems(ctx, t, o.look, o.phase)
 	if err != nil {
 		return err
 	}
-	if o.phase != "after_send" {
+	if o.phase == "final" {
 		for _, it := range o.Items {
 			if !slices.ContainsFunc(items, func(t evidence.Item) bool { return t.Y >= it.Y-8 && t.Y <= it.Y+8 }) {
 				items = append(items, it)

@@ -2,8 +2,11 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,4 +129,66 @@ func boolText(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// TestItemsFromTheTreeByPhase: the tree's items stand alone before and after the send;
+// in the last look after a stop, OCR's items on other lines are kept beside them. A
+// tree that gives no read leaves OCR's items, except after the send with a profile that
+// requires the tree. A progress word OCR reads in the item's row leaves it unfinished.
+func TestItemsFromTheTreeByPhase(t *testing.T) {
+	p, err := LoadProfile("gajim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
+	frame, ws := chatFrame([]struct {
+		text string
+		ink  color.RGBA
+		x, y int
+	}{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"report-1.txt", text, 80, 300}})
+	row := &atspi.Node{Role: "list item", States: []string{"showing"}, Extents: &atspi.Box{X: 0, Y: 0, W: 700, H: 100}}
+	for _, w := range ws[:5] { // the row's labels: alice, 11:33, the name, the size's two words
+		row.Children = append(row.Children, &atspi.Node{Role: "label", Name: w.Text, States: []string{"showing"},
+			Extents: &atspi.Box{X: w.Box.Min.X, Y: w.Box.Min.Y, W: w.Box.Dx(), H: w.Box.Dy()}})
+	}
+	desk := treeDesk()
+	look := vision.Look{Region: frame.Rect, Frame: frame, Words: ws}
+	for _, c := range []struct {
+		phase    string
+		required bool
+		noTree   bool
+		progress bool
+		want     int // items
+		finished bool
+	}{
+		{phase: "before_send", want: 1, finished: true},
+		{phase: "after_send", want: 1, finished: true},
+		{phase: "final", want: 2, finished: true},
+		{phase: "after_send", progress: true, want: 1},
+		{phase: "after_send", noTree: true, want: 2},
+		{phase: "after_send", noTree: true, required: true, want: 0},
+	} {
+		t.Run(fmt.Sprintf("%s/required=%v/no tree=%v/progress=%v", c.phase, c.required, c.noTree, c.progress), func(t *testing.T) {
+			prof := *p
+			if c.required {
+				prof.Tree = TreeRequired
+			}
+			r := &Runner{Profile: &prof, Vars: Vars{FileName: "report-1.txt", Size: 31}, Driver: desk, Reader: &vision.Reader{Screen: desk, OCR: readsText("")}}
+			o := chatRead{phase: c.phase, look: look}
+			if c.progress {
+				o.look.Words = append(slices.Clone(ws), vision.Word{Text: "42", Box: image.Rect(300, 55, 314, 68), Line: 9}, vision.Word{Text: "%", Box: image.Rect(316, 55, 323, 68), Line: 9})
+			}
+			o.Items = r.items(o.look) // OCR's: the row's item and the one further down
+			tree := chatWords(row, []*atspi.Node{row}, frame.Rect)
+			if c.noTree {
+				tree = chatTree{err: errors.New("the bus stopped answering")}
+			}
+			if err := r.itemsFromTree(context.Background(), &o, tree); err != nil {
+				t.Fatal(err)
+			}
+			if len(o.Items) != c.want || c.want > 0 && !c.noTree && o.Items[0].Finished != c.finished {
+				t.Fatalf("items %+v; want %d, the first finished %v", o.Items, c.want, c.finished)
+			}
+		})
+	}
 }

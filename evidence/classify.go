@@ -146,7 +146,9 @@ func checkVocabulary(r Record) error {
 //   - Monotone in side effects. Whatever shows that something may have been sent keeps
 //     the outcome away from not_sent, whatever a record's kind or a step's class says:
 //     a crossing, any input after it, input on a record that announces no step, a send
-//     page holding our file, a new item named like ours in the chat.
+//     page holding our file, a new item named like ours in the chat (read after
+//     something acted: every input is written ahead on its step, so a read before any
+//     shows the chat as it was).
 //   - Inputs are judged by what they can do, whatever their step's class. Once the file
 //     may be attached, every input that could submit (CouldSubmit: a click, Return or
 //     any key not known to be harmless, typed text) is a possible crossing, and no later
@@ -223,8 +225,8 @@ type judge struct {
 	pickerGate bool // the gate was asked at a boundary: the runner wrote this transcript
 	sendAt     int  // the gate's first crossing of send
 	lastAct    int  // the last record that acted or may have: a step, or input
-	// baseline is how many items named like ours the first read of sent items showed
-	// (or the most that a read before anything acted showed); -1 before that read.
+	// baseline is how many items named like ours the first read of sent items showed;
+	// -1 before that read.
 	baseline  int
 	finalChat int // the last final read of the chat
 	finalPage int // the last final read of the send page
@@ -381,12 +383,12 @@ func (j *judge) observe(r Record) {
 	case "sent_items":
 		n := j.named(o.Items)
 		switch {
-		case j.lastAct == 0:
-			// Nothing has acted yet (every input is written ahead, on its step): what
-			// the chat shows is how it was before this attempt.
-			j.baseline = max(j.baseline, n)
 		case j.baseline < 0 && len(j.before)+len(j.after) == 0 && o.Phase == "before_send":
 			j.baseline = n
+		case j.lastAct == 0:
+			// Nothing has acted yet (every input is written ahead, on its step): what
+			// the chat shows is no doing of this attempt. It sets no baseline for the
+			// reads after it.
 		case n > max(j.baseline, 0):
 			j.effect(r.Seq, "the chat shows %d item(s) named %q, more than the %d of the first read: one may be ours", n, j.m.FileName, max(j.baseline, 0))
 		}

@@ -224,9 +224,10 @@ func checkProperties(t *testing.T, b []byte) gate.Outcome {
 	at := c.pick(len(g.records) + 1)
 	with := append(append(append([]Record(nil), g.records[:at]...), se), g.records[at:]...)
 	// A read of the chat before anything acted shows the chat as it was before the
-	// attempt (every input is written ahead, on its step): it is no side effect.
+	// attempt (every input is written ahead, on its step): it is no side effect, and
+	// never moves an outcome to not_sent either.
 	beforeAnyAct := se.Observed != nil && se.Observed.What == "sent_items" && !slices.ContainsFunc(g.records[:at], func(r Record) bool { return r.Kind == KindStep || len(r.Inputs) > 0 })
-	if got := g.classify(with); got.Outcome == gate.NotSent && !beforeAnyAct {
+	if got := g.classify(with); got.Outcome == gate.NotSent && (!beforeAnyAct || base.Outcome != gate.NotSent) {
 		t.Fatalf("adding %s %q at %d moved %s to not_sent: %v", se.Kind, se.Intent, at+1, base.Outcome, got.Reasons)
 	}
 	var without []Record

@@ -63,6 +63,7 @@ func TestLiveDoctor(t *testing.T) {
 		{name: "no store", change: map[string]string{"--store": filepath.Join(t.TempDir(), "none.db")}, failed: []string{"store"}},
 		{name: "a staging folder others can write", change: map[string]string{"--staging": open}, failed: []string{"staging"}},
 		{name: "a staging folder the app's user cannot read", change: map[string]string{"--staging": private}, failed: []string{"app reads snapshots"}},
+		{name: "a staging folder deliver would make private", change: map[string]string{"--staging": filepath.Join(t.TempDir(), "not-yet")}, failed: []string{"app reads snapshots"}},
 		{name: "an invalid profile", change: map[string]string{"--app": "broken"}, failed: []string{"profile", "window"}},
 		{name: "the app is not running", change: map[string]string{"--app": "absent"}, failed: []string{"window"}},
 		{name: "no display", change: map[string]string{"--display": ":987"}, failed: []string{"display", "window"}},

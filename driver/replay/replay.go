@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/draw"
@@ -79,6 +80,15 @@ type Recorder struct {
 	fx     Fixture
 	frames map[string]bool
 	trees  map[string]bool
+}
+
+// Credentials says whose rights a window's process reads files with, where the
+// recorded desktop can say (a live one): a recording delivers for real.
+func (r *Recorder) Credentials(pid int) (driver.Credentials, error) {
+	if o, ok := r.Driver.(driver.ProcessOwner); ok {
+		return o.Credentials(pid)
+	}
+	return driver.Credentials{}, errors.New("the recorded desktop cannot say whose process a window is")
 }
 
 // NewRecorder records into dir (created).

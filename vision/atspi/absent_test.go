@@ -1,6 +1,7 @@
 package atspi
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,14 +21,17 @@ func TestWhyAbsent(t *testing.T) {
 		{name: "GTK with its bridge", environ: "HOME=/h\x00NO_AT_BRIDGE=0\x00", maps: gtk + bridge},
 		{name: "Qt without the variable", environ: "QT_ACCESSIBILITY=1\x00", maps: qt, want: "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"},
 		{name: "Qt with it", environ: "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1\x00", maps: qt},
+		{name: "Qt with it set to anything", environ: "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=\x00", maps: qt},
 		{name: "another toolkit", environ: "NO_AT_BRIDGE=1\x00", maps: "7f00-7f01 r-xp 0 08:01 1 /usr/bin/xterm\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proc := t.TempDir()
 			dir := filepath.Join(proc, "42")
-			os.Mkdir(dir, 0o755)
-			os.WriteFile(filepath.Join(dir, "environ"), []byte(tc.environ), 0o600)
-			os.WriteFile(filepath.Join(dir, "maps"), []byte(tc.maps), 0o600)
+			if err := errors.Join(os.Mkdir(dir, 0o755),
+				os.WriteFile(filepath.Join(dir, "environ"), []byte(tc.environ), 0o600),
+				os.WriteFile(filepath.Join(dir, "maps"), []byte(tc.maps), 0o600)); err != nil {
+				t.Fatal(err)
+			}
 			got := WhyAbsent(proc, 42)
 			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 				t.Fatalf("WhyAbsent = %q; want %q", got, tc.want)

@@ -324,7 +324,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if err != nil {
 			return nil, err
 		}
-		if e := n.Extents; e != nil && depth > 0 && !e.unplaced() {
+		if e := n.Extents; e != nil && depth > 0 && !(l.ThroughViewports && e.unplaced()) {
 			v := *e
 			if clip != nil {
 				v = v.intersect(*clip)
@@ -436,7 +436,7 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 				return nil, nil, fmt.Errorf("the role of %s: %w", r.Path, err)
 			}
 		}
-		if !n.Has("showing") && !(throughViewports && n.readThrough()) || within != nil && n.Extents != nil && !n.Extents.empty() && !n.Extents.unplaced() && n.Extents.intersect(*within).empty() {
+		if !n.Has("showing") && !(throughViewports && n.readThrough()) || within != nil && n.Extents != nil && !n.Extents.empty() && !(throughViewports && n.Extents.unplaced()) && n.Extents.intersect(*within).empty() {
 			return n, nil, nil
 		}
 		stateCall = func() error { return nil }
