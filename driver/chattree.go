@@ -105,7 +105,7 @@ func (r *Runner) treeItems(ctx context.Context, t chatTree, ocr vision.Look, pha
 		check := vision.CheckAmong(name, wordsIn(ocr.Words, at), r.languages())
 		if check.Verdict == vision.Disagree {
 			var err error
-			if check, _, err = r.crossCheck(ctx, name, at.Inset(-2).Intersect(r.Driver.Bounds()), vision.Prep{Gray: true, Scale: 2}); err != nil {
+			if check, _, _, err = r.crossCheckName(ctx, n); err != nil {
 				return nil, nil, nil, err
 			}
 		}

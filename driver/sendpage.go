@@ -81,10 +81,10 @@ func (r *Runner) readPageTree(ctx context.Context) (pageItems, error) {
 func (r *Runner) crossCheckName(ctx context.Context, n *atspi.Node) (vision.CrossCheck, vision.Look, image.Rectangle, error) {
 	e := drawn(n)
 	if e == nil {
-		return vision.CrossCheck{Exact: n.Name, Verdict: vision.Disagree, Why: "the app gives the name no place on screen"}, vision.Look{}, image.Rectangle{}, nil
+		return vision.CrossCheck{Exact: nodeText(n), Verdict: vision.Disagree, Why: "the app gives the name no place on screen"}, vision.Look{}, image.Rectangle{}, nil
 	}
 	at := rectOf(*e).Inset(-2).Intersect(r.Driver.Bounds())
-	c, look, err := r.crossCheck(ctx, n.Name, at, vision.Prep{Gray: true, Scale: 2})
+	c, look, err := r.crossCheck(ctx, nodeText(n), at, vision.Prep{Gray: true, Scale: 2})
 	return c, look, at, err
 }
 

@@ -168,7 +168,7 @@ func (r *Runner) readTitle(ctx context.Context) (titleRead, error) {
 			// OCR reads where the node shows inside the title's region: a tab's extents
 			// hold its icon and its close button too, which the region leaves out.
 			if e := drawn(n); e != nil {
-				read.box = &evidence.Box{X: e.X, Y: e.Y, W: e.W, H: e.H}
+				read.box = ptr(box(rectOf(*e)))
 				if at := rectOf(*e).Inset(-2).Intersect(region); !at.Empty() {
 					read.region = at
 				}

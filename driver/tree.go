@@ -256,7 +256,7 @@ func nodeTarget(root *atspi.Node, nodes []*atspi.Node) *evidence.Target {
 		}
 		t.Words = append(t.Words, line)
 		if e := drawn(n); i == 0 && e != nil {
-			t.Box = &evidence.Box{X: e.X, Y: e.Y, W: e.W, H: e.H}
+			t.Box = ptr(box(rectOf(*e)))
 		}
 	}
 	return t

@@ -376,21 +376,13 @@ func TestExportRoundTrip(t *testing.T) {
 }
 
 func TestReportGolden(t *testing.T) {
-	b, err := Verify(filepath.Join(bundlesDir, "intact"), VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := WriteReport(&out, b, ClassifyBundle(b)); err != nil {
-		t.Fatal(err)
-	}
-	html := out.String()
+	html := verifiedReport(t, filepath.Join(bundlesDir, "intact"))
 	for _, want := range []string{"Outcome: SENT VERIFIED", "WEAK IDENTITY", "press send", "data:image/png;base64,", `class="box"`, "typed path /var/lib/sendonce/staging/ab/report.txt"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	goldenCompare(t, "../testdata/report.golden.html", out.Bytes())
+	goldenCompare(t, "../testdata/report.golden.html", []byte(html))
 }
 
 // TestFramesAheadOfTheirRecord: a process killed after writing a frame and before
@@ -544,15 +536,7 @@ func TestReportDrawsTreeReads(t *testing.T) {
 		Readings: []Reading{{Source: "accessibility_tree", Text: "Воb", Node: `label "Воb"`, Box: &Box{X: 21, Y: 22, W: 23, H: 24}},
 			{Source: "ocr", Text: "Bob", Box: &Box{X: 20, Y: 20, W: 30, H: 30}, Verdict: "ocr_cannot_read", Why: "the text is in Cyrillic"}}}})
 	r.Close()
-	b, err := Verify(dir, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := WriteReport(&out, b, ClassifyBundle(b)); err != nil {
-		t.Fatal(err)
-	}
-	html := out.String()
+	html := verifiedReport(t, dir)
 	for _, want := range []string{
 		`<rect class="node" x="11" y="12" width="13" height="14">`,
 		`<rect class="node" x="21" y="22" width="23" height="24">`,
@@ -563,4 +547,18 @@ func TestReportDrawsTreeReads(t *testing.T) {
 			t.Errorf("the report lacks %s", want)
 		}
 	}
+}
+
+// verifiedReport verifies the bundle in dir and returns its HTML report.
+func verifiedReport(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := Verify(dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteReport(&out, b, ClassifyBundle(b)); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }

@@ -119,16 +119,32 @@ func (r *Recorder) Capture(ctx context.Context, rect image.Rectangle) (*image.RG
 	if err := png.Encode(&buf, full); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	h := hex.EncodeToString(sum[:])
 	r.mu.Lock()
-	if !r.frames[h] {
-		r.frames[h] = true
-		os.WriteFile(filepath.Join(r.dir, "frames", h+".png"), buf.Bytes(), 0o644)
+	defer r.mu.Unlock()
+	h, err := r.keep("frames", ".png", buf.Bytes(), r.frames)
+	if err != nil {
+		return nil, err
 	}
 	r.state().Frame = h
-	r.mu.Unlock()
 	return crop(full, rect), nil
+}
+
+// keep writes b into the fixture's folder dir as its SHA-256 and ext, once (seen holds
+// what was written), and returns the hash. The caller holds r.mu.
+func (r *Recorder) keep(dir, ext string, b []byte, seen map[string]bool) (string, error) {
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:])
+	if seen[h] {
+		return h, nil
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir, dir), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, dir, h+ext), b, 0o644); err != nil {
+		return "", err
+	}
+	seen[h] = true
+	return h, nil
 }
 
 func (r *Recorder) Windows(ctx context.Context) ([]driver.Window, error) {

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,19 +40,12 @@ func (rt recordedTree) Snapshot(ctx context.Context, pid int, scope driver.TreeS
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(b)
-	h := hex.EncodeToString(sum[:])
 	r := rt.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.trees[h] {
-		if err := os.MkdirAll(filepath.Join(r.dir, "trees"), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(r.dir, "trees", h+".json"), b, 0o644); err != nil {
-			return nil, err
-		}
-		r.trees[h] = true
+	h, err := r.keep("trees", ".json", b, r.trees)
+	if err != nil {
+		return nil, err
 	}
 	st := r.state()
 	if st.Trees == nil {

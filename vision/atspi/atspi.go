@@ -340,20 +340,17 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			return nil, fmt.Errorf("%w: deeper than %d", ErrTooBig, l.Depth)
 		}
 		children := make([]*Node, len(kids))
-		errs := make([]error, len(kids))
-		var wg sync.WaitGroup
+		reads := make([]func() error, len(kids))
 		for i, k := range kids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				children[i], errs[i] = read(k, depth+1, clip)
-			}()
-		}
-		wg.Wait()
-		for i, c := range children {
-			if errs[i] != nil {
-				return nil, errs[i]
+			reads[i] = func() (err error) {
+				children[i], err = read(k, depth+1, clip)
+				return err
 			}
+		}
+		if err := together(reads...); err != nil {
+			return nil, err
+		}
+		for _, c := range children {
 			if c != nil {
 				n.Children = append(n.Children, c)
 			}
