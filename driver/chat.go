@@ -57,25 +57,8 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		// The same pixels show the same rows: neither OCR nor the tree is read again.
 		out.look, out.Items, out.reused = vision.Look{Region: region, Frame: frame, Words: prev.look.Words}, prev.Items, true
 		out.readings, out.target = prev.readings, prev.target
-	} else {
-		// The tree is read while OCR reads the capture.
-		var tree chan chatTree
-		if r.treeChat() {
-			tree = make(chan chatTree, 1)
-			go func() { tree <- r.readChatTree(ctx, region) }()
-		}
-		if out.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode()); err != nil {
-			if tree != nil {
-				<-tree
-			}
-			return chatRead{}, err
-		}
-		out.Items = r.items(out.look)
-		if tree != nil {
-			if err := r.itemsFromTree(ctx, &out, <-tree); err != nil {
-				return chatRead{}, err
-			}
-		}
+	} else if err := r.readChatFrame(ctx, &out, frame, region); err != nil {
+		return chatRead{}, err
 	}
 	if cf := r.confirm(); cf != nil {
 		out.endRect = cf.EndBlank.In(r.window.Bounds)
@@ -95,6 +78,46 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		out.title = title.text
 	}
 	return out, nil
+}
+
+// readChatFrame reads the items in frame, a capture of the chat's region, into o. With
+// the tree, OCR reads only the rows of the tree's items named as the file (the words
+// their cross-check and the progress rule need): a read of the whole capture grows with
+// the conversation's text, and finds nothing the tree's items use. OCR reads the whole
+// capture without a tree, when the tree gives no read, and in the last look after a
+// stop, where OCR's other items are kept beside the tree's (itemsFromTree).
+func (r *Runner) readChatFrame(ctx context.Context, o *chatRead, frame *image.RGBA, region image.Rectangle) error {
+	c := r.Profile.Chat
+	if !r.treeChat() {
+		var err error
+		o.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
+		o.Items = r.items(o.look)
+		return err
+	}
+	var t chatTree
+	if o.phase == "final" {
+		tree := make(chan chatTree, 1) // read while OCR reads the capture
+		go func() { tree <- r.readChatTree(ctx, region) }()
+		look, err := r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
+		if t = <-tree; err != nil {
+			return err
+		}
+		o.look = look
+	} else if t = r.readChatTree(ctx, region); t.err != nil {
+		look, err := r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
+		if err != nil {
+			return err
+		}
+		o.look = look
+	} else {
+		look, err := r.readItemRows(ctx, frame, region, t)
+		if err != nil {
+			return err
+		}
+		o.look = look
+	}
+	o.Items = r.items(o.look)
+	return r.itemsFromTree(ctx, o, t)
 }
 
 // rereadChat reads a chat capture that did not show the new item again with each of

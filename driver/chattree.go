@@ -17,8 +17,9 @@ import (
 // items, their sizes, their rows' authors (whose ink, on the same capture, must be our
 // side's colour) and what is still in progress: the confirmation rules are the same
 // whatever the source. A file's name from the tree is compared exactly, and OCR of the
-// same capture where the name shows must agree with it (vision.Check); after the send,
-// an item whose two readings disagree is no item of ours.
+// item's row on the same capture must agree with it (vision.Check); after the send, an
+// item whose two readings disagree is no item of ours. OCR reads no other row
+// (readChatFrame).
 
 // treeChat says whether the chat is read from the tree.
 func (r *Runner) treeChat() bool {
@@ -121,6 +122,32 @@ func (r *Runner) treeItems(ctx context.Context, t chatTree, ocr vision.Look, pha
 		items = append(items, it)
 	}
 	return items, readings, nodeTarget(t.root, read), nil
+}
+
+// readItemRows reads by OCR, on frame (the capture of region), the rows of the tree's
+// items named exactly as the file, each on its own: the look holds their words, and
+// nothing else on the capture is read.
+func (r *Runner) readItemRows(ctx context.Context, frame *image.RGBA, region image.Rectangle, t chatTree) (vision.Look, error) {
+	look := vision.Look{Region: region, Frame: frame}
+	c := r.Profile.Chat
+	var read []image.Rectangle
+	for _, it := range r.items(vision.Look{Region: region, Frame: frame, Words: t.words}) {
+		i := t.nameWord(it)
+		if i < 0 || !atspi.Same(it.Name, r.Vars.FileName) {
+			continue
+		}
+		at := t.rows[i].Intersect(region)
+		if at.Empty() || slices.Contains(read, at) {
+			continue
+		}
+		read = append(read, at)
+		row, err := r.Reader.ReadFrame(ctx, vision.Copy(frame, at.Sub(region.Min).Add(frame.Bounds().Min)), at, c.Prep, c.OCRMode())
+		if err != nil {
+			return vision.Look{}, err
+		}
+		look.Words = append(look.Words, row.Words...)
+	}
+	return look, nil
 }
 
 // nameWord is the index of the word that gave the item's name: on the item's line

@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sendonce/sendonce/vision"
@@ -191,4 +192,102 @@ func TestItemsFromTheTreeByPhase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rowsTree is an app whose main window X holds the conversation's rows.
+type rowsTree struct{ rows []*atspi.Node }
+
+func (t rowsTree) Snapshot(context.Context, int, TreeScope) (*atspi.Node, error) {
+	return &atspi.Node{Role: "application", Children: []*atspi.Node{
+		{Role: "frame", Name: "X", States: []string{"showing"}, Children: []*atspi.Node{
+			{Role: "list box", States: []string{"showing"}, Children: t.rows}}}}}, nil
+}
+
+// recognizesSizes reads nothing and keeps the size of each image it was given.
+type recognizesSizes struct {
+	mu    sync.Mutex
+	sizes []image.Point
+}
+
+func (s *recognizesSizes) Recognize(_ context.Context, img image.Image, _ vision.Mode) ([]vision.Word, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizes = append(s.sizes, img.Bounds().Size())
+	return nil, nil
+}
+
+// TestChatReadOCRsTheItemsRows: with the conversation's rows from the tree, OCR reads
+// only the row of the item named as the file (for its cross-check), not the other
+// rows and not the whole capture; in the last look after a stop, and when the tree
+// gives no read, it reads the whole capture.
+func TestChatReadOCRsTheItemsRows(t *testing.T) {
+	p, err := LoadProfile("gajim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
+	frame, ws := chatFrame([]struct {
+		text string
+		ink  color.RGBA
+		x, y int
+	}{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65},
+		{"alice 11:40", ours, 10, 220}, {"other-2.txt", text, 80, 250}, {"31 bytes", text, 80, 265}})
+	var rows []*atspi.Node
+	for i, top := range []int{0, 200} { // each row 100 high, its labels where OCR found the words
+		row := &atspi.Node{Role: "list item", States: []string{"showing"}, Extents: &atspi.Box{X: 0, Y: top, W: 700, H: 100}}
+		for _, w := range ws[5*i : 5*i+5] {
+			row.Children = append(row.Children, &atspi.Node{Role: "label", Name: w.Text, States: []string{"showing"},
+				Extents: &atspi.Box{X: w.Box.Min.X, Y: w.Box.Min.Y, W: w.Box.Dx(), H: w.Box.Dy()}})
+		}
+		rows = append(rows, row)
+	}
+	scale := p.Chat.Prep.Scale
+	for _, c := range []struct {
+		phase  string
+		tree   Tree
+		whole  bool // the whole capture read
+		items  int
+		source string
+	}{
+		{phase: "before_send", tree: rowsTree{rows}, items: 1},
+		{phase: "after_send", tree: rowsTree{rows}, items: 0}, // OCR reads nothing there: no agreement, no item
+		{phase: "final", tree: rowsTree{rows}, whole: true, items: 1},
+		{phase: "before_send", tree: failingTree{}, whole: true, items: 0},
+	} {
+		t.Run(fmt.Sprintf("%s/%T", c.phase, c.tree), func(t *testing.T) {
+			desk := treeDesk()
+			ocr := &recognizesSizes{}
+			r := &Runner{Profile: p, Vars: Vars{FileName: "report-1.txt", Size: 31}, Driver: desk, Tree: c.tree, treeOK: true,
+				window: desk.ws[0], Reader: &vision.Reader{Screen: desk, OCR: ocr}}
+			o := chatRead{phase: c.phase}
+			if err := r.readChatFrame(context.Background(), &o, frame, frame.Rect); err != nil {
+				t.Fatal(err)
+			}
+			whole, row, other := 0, 0, 0
+			for _, s := range ocr.sizes {
+				switch {
+				case s == frame.Rect.Size().Mul(scale):
+					whole++
+				case s == image.Pt(700, 100).Mul(scale):
+					row++
+				case s.Y > 100*scale:
+					other++ // anything taller than a row
+				}
+			}
+			if c.whole && (whole != 1 || row != 0) || !c.whole && (whole != 0 || row != 1) || other != 0 {
+				t.Errorf("OCR read the whole capture %d times, a row %d times, other tall images %d (sizes %v); want the whole capture %v, else the item's row once",
+					whole, row, other, ocr.sizes, c.whole)
+			}
+			if len(o.Items) != c.items {
+				t.Errorf("items %+v; want %d", o.Items, c.items)
+			}
+		})
+	}
+}
+
+// failingTree is an app whose tree stopped answering.
+type failingTree struct{}
+
+func (failingTree) Snapshot(context.Context, int, TreeScope) (*atspi.Node, error) {
+	return nil, errors.New("the bus stopped answering")
 }

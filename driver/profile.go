@@ -192,9 +192,10 @@ type Read struct {
 	// matches and has its middle inside Region is a row, and the text of every node in
 	// it is read as a word where it shows, the app's exact words in place of OCR's. The
 	// confirm rules then apply as they do to OCR's words (the author's ink is read from
-	// the same capture). An item's name is compared exactly, and OCR of the capture
-	// where it shows must agree with it; after the send, an item whose two readings
-	// disagree confirms nothing.
+	// the same capture). An item's name is compared exactly, and OCR of its row on the
+	// same capture must agree with it (OCR reads no other row, except in the last look
+	// after a stop); after the send, an item whose two readings disagree confirms
+	// nothing.
 	//
 	//	"chat": {..., "node": {"role": "list item", "under": {"role": "list box"}}}
 	Node *NodeMatch `json:"node,omitempty"`

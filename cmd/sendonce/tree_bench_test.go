@@ -17,7 +17,8 @@ import (
 // BenchmarkLiveTreeReads times, on the test bed's Gajim (whatever conversation it
 // shows), 100 reads of each, interleaved: the title's snapshot (the main window's tree
 // within the title's region, as the runner reads it), a snapshot of the whole main
-// window (what a wait_node step reads), and, as the anchor, a capture of the title's
+// window (what a wait_node step reads), the conversation's rows in the chat's region
+// (as the sent item's read reads them), and, as the anchor, a capture of the title's
 // region and its OCR with an engine already loaded (the read the tree's replaces,
 // before its cross-check).
 // It reports each one's p50 and p99 in milliseconds. Not in CI: BENCHMARKS.md says how
@@ -43,6 +44,21 @@ func BenchmarkLiveTreeReads(b *testing.B) {
 	region := p.Title.Region.In(w.Bounds)
 	within := &atspi.Box{X: region.Min.X, Y: region.Min.Y, W: region.Dx(), H: region.Dy()}
 	main := &atspi.Match{Name: w.Title}
+	chatRegion := p.Chat.Region.In(w.Bounds)
+	chat := &atspi.Box{X: chatRegion.Min.X, Y: chatRegion.Min.Y, W: chatRegion.Dx(), H: chatRegion.Dy()}
+	rows := &atspi.Match{Role: "list item", Showing: true, Under: &atspi.Match{Role: "list box"}}
+	chatRows := func() (int, error) {
+		n, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{Windows: main, Within: chat, ThroughViewports: true})
+		if err != nil {
+			return 0, err
+		}
+		return len(rows.Find(n)), nil
+	}
+	if n, err := chatRows(); err != nil || n == 0 {
+		b.Fatalf("the chat's rows: %d (%v); want some (the test bed's Gajim shows no conversation?)", n, err)
+	} else {
+		b.Logf("the chat's region holds %d rows", n)
+	}
 	reads := []struct {
 		name string
 		read func() error
@@ -53,6 +69,10 @@ func BenchmarkLiveTreeReads(b *testing.B) {
 		}},
 		{"window-tree", func() error {
 			_, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{Windows: main})
+			return err
+		}},
+		{"chat-tree", func() error {
+			_, err := chatRows()
 			return err
 		}},
 		{"title-ocr-anchor", func() error {
