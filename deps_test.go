@@ -152,6 +152,44 @@ func TestCmdGoesThroughTheLibrary(t *testing.T) {
 	}
 }
 
+// TestNoUnsafeNoPatchedDependency: no file of the module, tests included, imports
+// unsafe, or reaches into modernc's transpiled C (modernc.org/libc, modernc.org/sqlite/lib)
+// to change how a dependency works: SQLite runs as modernc ships it.
+func TestNoUnsafeNoPatchedDependency(t *testing.T) {
+	forbidden := map[string]string{
+		"unsafe":                 "no unsafe in the product",
+		"modernc.org/libc":       "SQLite runs through modernc's own driver, unpatched",
+		"modernc.org/sqlite/lib": "SQLite runs through modernc's own driver, unpatched",
+	}
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if why, ok := forbidden[p]; ok {
+				t.Errorf("%s imports %s: %s", path, p, why)
+			}
+		}
+		return nil
+	})
+	if err != nil || checked < 100 {
+		t.Fatalf("checked %d files: %v", checked, err)
+	}
+}
+
 // TestOneWallClock: the library reads the wall clock only through internal/clock (the
 // workstation's one clock, which Options.Clock replaces): no time.Now, time.Since or
 // time.Until anywhere else outside tests, the command and the test infrastructure.

@@ -57,7 +57,7 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // BenchmarkClaimPages counts the pages a claim of a new key writes: the frames its
-// commit appends to the WAL (each a page; walwrites.go gathers them into one write),
+// commit appends to the WAL (each a page, written as a frame header and the page),
 // and logs which table or index each page belongs to. It holds the checkpointer back while it runs, so that the
 // WAL keeps every claim's frames, and reads them back from the file.
 func BenchmarkClaimPages(b *testing.B) {

@@ -21,10 +21,7 @@ import (
 // machine at the same moments, 100 of each of these, and reports each one's rate as a
 // share of the fsyncs':
 //
-//   - claims: durable claims of new keys through the store (the goal: at least
-//     50% of the fsyncs);
-//   - claimsEachFrame: the same with each WAL frame written as SQLite writes it, two
-//     writes a page, not gathered into one (walwrites.go): what gathering buys;
+//   - claims: durable claims of new keys through the store;
 //   - floor: the cheapest durable commit this backend makes, one row into a table of its
 //     own through the same transaction path (BEGIN IMMEDIATE, a prepared insert, a
 //     synchronous FULL commit, the checkpointer): no claim could do better here;
@@ -47,7 +44,6 @@ func BenchmarkClaimShare(b *testing.B) {
 		took time.Duration
 	}{
 		{name: "claims", op: claimsOp(b, dir, Options{})},
-		{name: "claimsEachFrame", op: claimsOp(b, dir, Options{writeEachFrame: true})},
 		{name: "floor", op: floorOp(b, dir)},
 		{name: "lean5", op: leanOp(b, dir, true)},
 		{name: "lean4", op: leanOp(b, dir, false)},
@@ -75,13 +71,13 @@ func BenchmarkClaimShare(b *testing.B) {
 			b.ReportMetric(100*fsyncs.Seconds()/c.took.Seconds(), c.name+"-%-of-fsyncs")
 		}
 	}
-	b.ReportMetric(0, "ns/op") // a round is 700 operations of seven kinds: its time means nothing
+	b.ReportMetric(0, "ns/op") // a round is 600 operations of six kinds: its time means nothing
 }
 
 // claimsOp claims key i through a new store in dir.
 func claimsOp(b *testing.B, dir string, opt Options) func(int) error {
 	ctx := context.Background()
-	be, err := Create(ctx, filepath.Join(dir, fmt.Sprintf("claims-%t.db", opt.writeEachFrame)), opt)
+	be, err := Create(ctx, filepath.Join(dir, "claims.db"), opt)
 	if err != nil {
 		b.Fatal(err)
 	}

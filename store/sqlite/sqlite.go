@@ -37,9 +37,6 @@ type Options struct {
 	// synchronous replaces PRAGMA synchronous=FULL; only this package's durability
 	// test sets it ("OFF"), to show that the test notices weakened durability.
 	synchronous string
-	// writeEachFrame leaves the WAL's writes as SQLite makes them, one for each frame's
-	// header and page (walwrites.go); only the benchmarks set it, as an anchor.
-	writeEachFrame bool
 }
 
 // Backend is a SQLite store.Backend.
@@ -146,12 +143,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 		lock = 10 * time.Second
 	}
 	synchronous := cmp.Or(opt.synchronous, "FULL")
-	gatherWAL := !opt.writeEachFrame && (synchronous == "FULL" || synchronous == "EXTRA")
-	dsn, err := dataSource(abs, mode, lock, synchronous, gatherWAL)
-	if err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", dataSource(abs, mode, lock, synchronous))
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +159,7 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 		return nil, err
 	}
 	turn := make(turn, 1)
-	checkpointDSN, err := dataSource(abs, mode, restartWait, synchronous, gatherWAL)
-	if err != nil {
-		conn.Close()
-		db.Close()
-		return nil, err
-	}
-	checkpoints, err := startCheckpointer(checkpointDSN, 256, turn)
+	checkpoints, err := startCheckpointer(dataSource(abs, mode, restartWait, synchronous), 256, turn)
 	if err != nil {
 		conn.Close()
 		db.Close()
@@ -187,28 +173,20 @@ func open(path string, opt Options, mode string) (*Backend, error) {
 		clock: clock, path: abs, opened: opened}, nil
 }
 
-// dataSource is the driver's name for a connection to the file at abs: a lock is waited
-// for up to busy, commits are synced as synchronous says, SQLite's own checkpoints are
-// off (the checkpointer's job, off the claim path), and database/sql's transactions
-// (migrations, tests) take the write lock at BEGIN, as the backend's own do. With
-// gatherWAL, a commit's writes to the WAL are gathered into one (walwrites.go): only
-// where every commit syncs.
-func dataSource(abs, mode string, busy time.Duration, synchronous string, gatherWAL bool) (string, error) {
+// dataSource is the driver's name for a connection to the file at abs, through
+// modernc's driver and SQLite's own unix VFS, unmodified: a lock is waited for up to
+// busy, commits are synced as synchronous says, SQLite's own checkpoints are off (the
+// checkpointer's job, off the claim path), and database/sql's transactions (migrations,
+// tests) take the write lock at BEGIN, as the backend's own do.
+func dataSource(abs, mode string, busy time.Duration, synchronous string) string {
 	q := url.Values{}
-	if gatherWAL {
-		vfs, err := useGatherVFS()
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", store.ErrUnavailable, err)
-		}
-		q.Set("vfs", vfs)
-	}
 	q.Set("mode", mode)
 	q.Set("_txlock", "immediate")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "wal_autocheckpoint(0)")
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String(), nil
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
 }
 
 // Path is the store's absolute path.

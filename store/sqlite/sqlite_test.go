@@ -253,11 +253,7 @@ func TestEndedTransactionsLeaveTheConnectionClean(t *testing.T) {
 
 	// Another connection holds the write lock; the claim's BEGIN IMMEDIATE waits until
 	// its ctx ends (well before the 10 s lock timeout).
-	dsn, err := dataSource(b.path, "rw", time.Second, "FULL", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	holder, err := sql.Open("sqlite", dsn)
+	holder, err := sql.Open("sqlite", dataSource(b.path, "rw", time.Second, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
