@@ -1,14 +1,19 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
@@ -101,5 +106,117 @@ func populate(b *testing.B, u string, n int) {
 	}
 	if _, err := db.Exec("ANALYZE"); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkClaimProfile profiles a claim of a new key, one client: every statement the
+// store sends (BEGIN and COMMIT included, each one round trip to the server), how many
+// a claim sends, and the time each takes, as the client waits for it; serialization
+// failures retried are counted too. It logs a table (statement, per claim, mean) and
+// reports round trips and statements per claim.
+func BenchmarkClaimProfile(b *testing.B) {
+	if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
+		b.Fatal("no PostgreSQL: testbed/postgres up, and its state.env exported")
+	}
+	u := initializedDatabase(b)
+	ctx := context.Background()
+	prof := &statementProfile{by: map[string]*statementTime{}}
+	be, err := Open(ctx, u, Options{tracer: prof})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := store.New(be)
+	defer s.Close()
+	id, _ := gate.Title("Bob")
+	prof.reset()
+	claims := 0
+	for i := 0; b.Loop(); i++ {
+		k := gate.NewKey(id, gate.DigestOf([]byte(fmt.Sprint("profile ", i))))
+		if res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{k}, Task: "profile"}); err != nil || !res.Granted {
+			b.Fatalf("claim: %+v %v", res, err)
+		}
+		claims++
+	}
+	b.StopTimer()
+	prof.mu.Lock()
+	defer prof.mu.Unlock()
+	names := slices.Collect(maps.Keys(prof.by))
+	slices.SortFunc(names, func(x, y string) int { return cmp.Compare(prof.by[y].total, prof.by[x].total) })
+	var sent int
+	var waited time.Duration
+	for _, n := range names {
+		st := prof.by[n]
+		sent += st.count
+		waited += st.total
+		b.Logf("%6.2f a claim, mean %7.1f µs: %s", float64(st.count)/float64(claims), float64(st.total.Microseconds())/float64(st.count), n)
+	}
+	b.Logf("%d claims: %.2f round trips a claim, %.0f µs a claim waiting on the server, %d serialization failures", claims, float64(sent)/float64(claims), float64(waited.Microseconds())/float64(claims), prof.failures)
+	b.ReportMetric(float64(sent)/float64(claims), "round-trips/claim")
+	b.ReportMetric(float64(sent-prof.by["BEGIN"].countOrZero()-prof.by["COMMIT"].countOrZero())/float64(claims), "statements/claim")
+}
+
+// statementProfile is a pgx.QueryTracer that times each statement by its text's first
+// line (BEGIN and COMMIT by name).
+type statementProfile struct {
+	mu       sync.Mutex
+	by       map[string]*statementTime
+	failures int
+}
+
+type statementTime struct {
+	count int
+	total time.Duration
+}
+
+func (t *statementTime) countOrZero() int {
+	if t == nil {
+		return 0
+	}
+	return t.count
+}
+
+type traceStart struct {
+	name string
+	at   time.Time
+}
+
+type traceKey struct{}
+
+func (p *statementProfile) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.by, p.failures = map[string]*statementTime{}, 0
+}
+
+func (p *statementProfile) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	name := strings.Join(strings.Fields(data.SQL), " ")
+	switch upper := strings.ToUpper(name); {
+	case strings.HasPrefix(upper, "BEGIN"):
+		name = "BEGIN"
+	case strings.HasPrefix(upper, "COMMIT"):
+		name = "COMMIT"
+	}
+	if len(name) > 110 {
+		name = name[:110] + "…"
+	}
+	return context.WithValue(ctx, traceKey{}, traceStart{name: name, at: time.Now()})
+}
+
+func (p *statementProfile) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	start, ok := ctx.Value(traceKey{}).(traceStart)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.by[start.name]
+	if st == nil {
+		st = &statementTime{}
+		p.by[start.name] = st
+	}
+	st.count++
+	st.total += time.Since(start.at)
+	if retryable(data.Err) {
+		p.failures++
 	}
 }

@@ -59,6 +59,8 @@ type Options struct {
 	isolation sql.IsolationLevel
 	// pause is called at named points of a transaction (after_intents_of).
 	pause func(point string)
+	// tracer sees every statement sent, BEGIN and COMMIT included (the claim profile).
+	tracer pgx.QueryTracer
 }
 
 // Backend is a PostgreSQL store.Backend.
@@ -121,6 +123,7 @@ func open(raw string, opt Options) (*Backend, error) {
 	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > opt.LockTimeout {
 		cfg.ConnectTimeout = opt.LockTimeout
 	}
+	cfg.Tracer = opt.tracer
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(8)
 	return &Backend{db: db, display: Redacted(raw), opt: opt}, nil
