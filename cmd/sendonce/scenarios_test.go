@@ -4,7 +4,10 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,10 +74,14 @@ func TestScenariosCommand(t *testing.T) {
 }
 
 // TestHistoryChecker runs a bounded randomized history (kills, pauses past the lease,
-// restarts) of real worker processes on one SQLite store and checks it: zero
-// duplicate sends, no grant after consumption, no send without a crossing before it,
-// every resolution backed by a send. The same checker run with workers that skip the
-// gate must find duplicates: the checker can fail.
+// restarts) of real worker processes on one store and checks it: zero duplicate sends,
+// no grant after consumption, no send without a crossing before it, every resolution
+// backed by a send. On PostgreSQL the workers reach the server through a TCP proxy,
+// and each round brings a fault of the server's side on top: backends terminated at
+// random (pg_terminate_backend), the server restarted, and connections cut with a
+// COMMIT in flight (the proxy drops the COMMIT, or the server's answer to it). The same
+// checker run with workers that skip the gate must find duplicates: the checker can
+// fail.
 func TestHistoryChecker(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) { historyCheck(t, kind) })
@@ -84,30 +91,42 @@ func TestHistoryChecker(t *testing.T) {
 func historyCheck(t *testing.T, kind string) {
 	cfg := scenarios.HistoryConfig{Exe: self(t), Env: []string{"SENDONCE_AS_CLI=1"}, Rounds: 3, Keys: 3, Workers: 4, Lease: 600 * time.Millisecond}
 	fresh := func() string { return "" }
-	restarted := 0
+	var faults serverFaults
 	if kind == "postgres" {
-		// A cluster of its own, restarted in the middle of the second round while its
-		// workers (split across two workstations) run.
+		// A cluster of its own; its workers split across two workstations.
 		server, restart := privatePostgres(t)
 		cfg.Env = append(cfg.Env, "SENDONCE_STATE_DIR="+t.TempDir(), "PGPASSFILE="+os.Getenv("PGPASSFILE"))
 		cfg.Workstations = 2
+		var direct string // the round's database, not through the proxy
+		var proxy *pgtest.Proxy
 		cfg.DuringRound = func(round int) {
-			if round == 1 {
+			switch round {
+			case 0:
+				faults.terminated = terminateBackends(t, direct, time.Second)
+			case 1:
 				time.Sleep(150 * time.Millisecond)
 				restart()
-				restarted++
+				faults.restarts++
+			case 2:
+				faults.commitsCut = cutCommits(proxy, time.Second)
 			}
 		}
-		fresh = func() string { return pgtest.DatabaseOn(t, server) }
+		fresh = func() string {
+			direct = pgtest.DatabaseOn(t, server)
+			var through string
+			proxy, through = pgtest.NewProxy(t, direct)
+			return through
+		}
 	}
 	cfg.Store = fresh()
 	rep, err := scenarios.RunHistory(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: processes %d, kills %d, pauses %d, restarts %d, server restarts %d, sends %d, resolved %d, duplicates %d", kind, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, restarted, rep.Sends, rep.Resolved, rep.Duplicates)
-	if kind == "postgres" && restarted != 1 {
-		t.Fatalf("the server was restarted %d times; want once, during the run", restarted)
+	t.Logf("%s: processes %d, kills %d, pauses %d, restarts %d, backends terminated %d, server restarts %d, COMMITs cut %d, sends %d, resolved %d, duplicates %d",
+		kind, rep.Processes, rep.Kills, rep.Pauses, rep.Restarts, faults.terminated, faults.restarts, faults.commitsCut, rep.Sends, rep.Resolved, rep.Duplicates)
+	if kind == "postgres" && (faults.terminated == 0 || faults.restarts != 1 || faults.commitsCut == 0) {
+		t.Fatalf("server faults %+v; want backends terminated, one restart and COMMITs cut, during the run", faults)
 	}
 	cfg.DuringRound = nil
 	if len(rep.Violations) > 0 || rep.Duplicates > 0 {
@@ -124,4 +143,47 @@ func historyCheck(t *testing.T, kind string) {
 	if rep.Duplicates == 0 {
 		t.Fatalf("workers that skip the gate sent %d times with no duplicate found: the checker cannot fail", rep.Sends)
 	}
+}
+
+// serverFaults counts what a PostgreSQL history run did to the server's side.
+type serverFaults struct{ terminated, restarts, commitsCut int }
+
+// terminateBackends ends, for d, one backend of the database at u at a time, picked at
+// random among those open, every 20 to 80 ms; it returns how many it ended.
+func terminateBackends(t *testing.T, u string, d time.Duration) int {
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer db.Close()
+	ended := 0
+	for until := time.Now().Add(d); time.Now().Before(until); {
+		time.Sleep(time.Duration(20+mathrand.IntN(60)) * time.Millisecond)
+		var ok bool
+		err := db.QueryRow(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY random() LIMIT 1`).Scan(&ok)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			t.Errorf("terminating a backend: %v", err)
+			return ended
+		case ok:
+			ended++
+		}
+	}
+	return ended
+}
+
+// cutCommits arms the proxy, for d, to cut the connection of the next COMMIT, dropping
+// the COMMIT or (every other time) the server's answer to it; it returns how many it
+// cut.
+func cutCommits(p *pgtest.Proxy, d time.Duration) int {
+	before := p.Hits()
+	for i, until := 0, time.Now().Add(d); time.Now().Before(until); i++ {
+		p.Arm([]pgtest.Fault{pgtest.DropAnswer, pgtest.DropBeforeCommit}[i%2])
+		time.Sleep(time.Duration(30+mathrand.IntN(70)) * time.Millisecond)
+	}
+	p.Arm(pgtest.Pass)
+	return p.Hits() - before
 }
