@@ -148,6 +148,9 @@ func BenchmarkClaimProfile(b *testing.B) {
 		st := prof.by[n]
 		sent += st.count
 		waited += st.total
+		if len(n) > 110 {
+			n = n[:110] + "…"
+		}
 		b.Logf("%6.2f a claim, mean %7.1f µs: %s", float64(st.count)/float64(claims), float64(st.total.Microseconds())/float64(st.count), n)
 	}
 	b.Logf("%d claims: %.2f round trips a claim, %.0f µs a claim waiting on the server, %d serialization failures", claims, float64(sent)/float64(claims), float64(waited.Microseconds())/float64(claims), prof.failures)
@@ -155,8 +158,8 @@ func BenchmarkClaimProfile(b *testing.B) {
 	b.ReportMetric(float64(sent-prof.by["BEGIN"].countOrZero()-prof.by["COMMIT"].countOrZero())/float64(claims), "statements/claim")
 }
 
-// statementProfile is a pgx.QueryTracer that times each statement by its text's first
-// line (BEGIN and COMMIT by name).
+// statementProfile is a pgx.QueryTracer that times each statement by its text, white
+// space folded (BEGIN and COMMIT by name).
 type statementProfile struct {
 	mu       sync.Mutex
 	by       map[string]*statementTime
@@ -195,9 +198,6 @@ func (p *statementProfile) TraceQueryStart(ctx context.Context, _ *pgx.Conn, dat
 		name = "BEGIN"
 	case strings.HasPrefix(upper, "COMMIT"):
 		name = "COMMIT"
-	}
-	if len(name) > 110 {
-		name = name[:110] + "…"
 	}
 	return context.WithValue(ctx, traceKey{}, traceStart{name: name, at: time.Now()})
 }

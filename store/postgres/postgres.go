@@ -608,14 +608,35 @@ type notCommitted struct {
 func (e *notCommitted) Error() string { return e.err.Error() }
 func (e *notCommitted) Unwrap() error { return e.err }
 
-// pgTx is the shared SQL Tx with this package's test points.
+// pgTx is the shared SQL Tx with this package's round trips saved and test points.
 type pgTx struct {
 	sqltx.Tx
 	pause func(string)
+	token uint64 // a fencing token NewIntent took, not yet handed out
 }
 
-// NextToken takes the next fencing token from the sequence.
+// NewIntent makes an intent and, in the same round trip, takes the fencing token its
+// first attempt will hold (NextToken hands it out): a new intent's claim is granted.
+// A token taken and never handed out is a gap in the sequence, which fencing allows.
+// It writes only intents and reads only the sequence: the deferred writes (sqltx) may
+// go after it.
+func (t *pgTx) NewIntent(at time.Time) (int64, error) {
+	var id int64
+	var token uint64
+	err := t.SQL.QueryRowContext(context.Background(), "INSERT INTO intents (created_at) VALUES ($1) RETURNING id, nextval('fencing_tokens')",
+		sqltx.Nanos(at)).Scan(&id, &token)
+	if err == nil {
+		t.token = token
+	}
+	return id, err
+}
+
+// NextToken takes the next fencing token from the sequence (or the one NewIntent took).
 func (t *pgTx) NextToken() (uint64, error) {
+	if n := t.token; n != 0 {
+		t.token = 0
+		return n, nil
+	}
 	var n uint64
 	err := t.SQL.QueryRowContext(context.Background(), "SELECT nextval('fencing_tokens')").Scan(&n)
 	return n, err
@@ -648,6 +669,7 @@ func (t *pgTx) ForgetRequests(before time.Time) (int, error) {
 
 // AdvanceTokens raises the fencing sequence to at least n (store copy).
 func (t *pgTx) AdvanceTokens(n uint64) error {
+	t.token = 0 // taken before the advance: never handed out after it
 	last, err := t.LastToken()
 	if err != nil || n <= last {
 		return err

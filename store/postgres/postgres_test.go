@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +299,44 @@ func mustParse(t *testing.T, u string) *url.URL {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestClaimRoundTrips: a claim of a new key sends six statements, each one round trip:
+// BEGIN; the transaction's settings, time and commit marker; the key's intent read; the
+// new intent with its first token; the key bound, the attempt and the claim's events in
+// one statement; COMMIT. (A refused claim of the same key reads the intent's state and
+// records the refusal: the test logs how many it sends.)
+func TestClaimRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	prof := &statementProfile{by: map[string]*statementTime{}}
+	b, err := Open(ctx, initializedDatabase(t), Options{tracer: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(b)
+	defer s.Close()
+	key := gate.NewKey(mustTitle(t), gate.DigestOf([]byte("round trips")))
+	sent := func() (n int, combined bool) {
+		prof.mu.Lock()
+		defer prof.mu.Unlock()
+		for name, st := range prof.by {
+			n += st.count
+			combined = combined || strings.HasPrefix(name, "WITH w0 AS (INSERT INTO keys") && strings.Contains(name, "INSERT INTO attempts")
+		}
+		return n, combined
+	}
+	prof.reset()
+	if res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: "A"}); err != nil || !res.Granted {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	if n, combined := sent(); n != 6 || !combined {
+		t.Errorf("a granted claim of a new key sent %d statements (%v); want 6, its key, attempt and events in one", n, slices.Collect(maps.Keys(prof.by)))
+	}
+	prof.reset()
+	var refusal *gate.Refusal
+	if _, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: "B"}); !errors.As(err, &refusal) {
+		t.Fatalf("a second claim of the key: %v; want a refusal", err)
+	}
+	n, _ := sent()
+	t.Logf("a refused claim sent %d statements", n)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,11 +30,24 @@ type Tx struct {
 	Dialect *Dialect
 	// DeferEvents keeps appended events and writes them all in one statement at Flush,
 	// which the backend calls before its COMMIT (and Events before it reads): one round
-	// trip for a transaction's events where each costs one (PostgreSQL).
+	// trip for a transaction's events where each costs one. On a dialect that
+	// CombinesWrites (PostgreSQL), the writes nothing waits on (an attempt inserted, a
+	// key bound) wait too, and go out in the same statement, before any other statement
+	// of the transaction: so a claim sends its attempt, its keys and its events in one
+	// round trip.
 	DeferEvents bool
 	// Statements, if set, reuses prepared statements across transactions (SQLite).
 	Statements *Statements
 	pending    []store.Event
+	writes     []write
+}
+
+// write is a statement deferred until Flush: its text (with ? placeholders), its
+// arguments and the row it writes (two writes of one row are never combined).
+type write struct {
+	q    string
+	args []any
+	row  string
 }
 
 // Querier is what a Tx runs its statements on: a *sql.Tx (PostgreSQL), or the *sql.Conn
@@ -51,13 +65,15 @@ type Dialect struct {
 	Numbered bool
 	// CrossingOrder orders one attempt's crossings: by time, then insertion.
 	CrossingOrder string
+	// CombinesWrites: a statement may hold inserts in its WITH clause (PostgreSQL).
+	CombinesWrites bool
 }
 
 // SQLite is SQLite's dialect.
 var SQLite = &Dialect{CrossingOrder: "at, rowid"}
 
 // PostgreSQL is PostgreSQL's dialect.
-var PostgreSQL = &Dialect{Numbered: true, CrossingOrder: "at, seq"}
+var PostgreSQL = &Dialect{Numbered: true, CrossingOrder: "at, seq", CombinesWrites: true}
 
 func (d *Dialect) bind(q string) string {
 	if !d.Numbered {
@@ -76,7 +92,16 @@ func (d *Dialect) bind(q string) string {
 	return b.String()
 }
 
+// exec, query and queryRow run a statement, after the deferred writes (in order).
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	if err := t.flushWrites(); err != nil {
+		return nil, err
+	}
+	return t.run(q, args...)
+}
+
+// run runs a statement at once.
+func (t *Tx) run(q string, args ...any) (sql.Result, error) {
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
 		return st.ExecContext(t.ctx(), args...)
@@ -85,6 +110,9 @@ func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
 }
 
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
+	if err := t.flushWrites(); err != nil {
+		return nil, err
+	}
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
 		return st.QueryContext(t.ctx(), args...)
@@ -92,12 +120,53 @@ func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
 	return t.SQL.QueryContext(t.ctx(), q, args...)
 }
 
-func (t *Tx) queryRow(q string, args ...any) *sql.Row {
+// row is a *sql.Row, or the error of the deferred writes sent before it.
+type row struct {
+	*sql.Row
+	err error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Row.Scan(dest...)
+}
+
+func (t *Tx) queryRow(q string, args ...any) row {
+	if err := t.flushWrites(); err != nil {
+		return row{err: err}
+	}
 	q = t.Dialect.bind(q)
 	if st := t.stmt(q); st != nil {
-		return st.QueryRowContext(t.ctx(), args...)
+		return row{Row: st.QueryRowContext(t.ctx(), args...)}
 	}
-	return t.SQL.QueryRowContext(t.ctx(), q, args...)
+	return row{Row: t.SQL.QueryRowContext(t.ctx(), q, args...)}
+}
+
+// write runs a statement whose answer nothing waits for, or defers it to Flush (see
+// DeferEvents). row names the row it writes: a second write of a row already waiting
+// sends what waits first.
+func (t *Tx) write(row, q string, args ...any) error {
+	if !t.DeferEvents || !t.Dialect.CombinesWrites {
+		_, err := t.exec(q, args...)
+		return err
+	}
+	if slices.ContainsFunc(t.writes, func(w write) bool { return w.row == row }) {
+		if err := t.Flush(); err != nil {
+			return err
+		}
+	}
+	t.writes = append(t.writes, write{q: q, args: args, row: row})
+	return nil
+}
+
+// flushWrites sends the deferred writes, with the events appended so far, if any wait.
+func (t *Tx) flushWrites() error {
+	if len(t.writes) == 0 {
+		return nil
+	}
+	return t.Flush()
 }
 
 // ctx is the context statements run under: Ctx once it is done (so they fail at
@@ -147,7 +216,7 @@ func (t *Tx) NewIntent(at time.Time) (int64, error) {
 
 func (t *Tx) Bind(intent int64, keys []store.KeyRecord, at time.Time) error {
 	for _, k := range keys {
-		_, err := t.exec(`INSERT INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)
+		err := t.write("keys "+k.Key, `INSERT INTO keys (key, intent_id, version, strength, bound_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET intent_id = excluded.intent_id, bound_at = excluded.bound_at`,
 			k.Key, intent, k.Version, string(k.Strength), Nanos(at))
 		if err != nil {
@@ -207,9 +276,8 @@ func (t *Tx) LastToken() (uint64, error) {
 }
 
 func (t *Tx) InsertAttempt(intent int64, a gate.Attempt, o store.Origin, evidence string, at time.Time) error {
-	_, err := t.exec(`INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at, workstation, file_name, size, evidence, copied_from, source_token)
+	return t.write(fmt.Sprint("attempts ", a.Token), `INSERT INTO attempts (token, intent_id, revision, task, dispatch_id, claimed_at, lease_expires_at, workstation, file_name, size, evidence, copied_from, source_token)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.Token, intent, a.Revision, a.Task, a.DispatchID, Nanos(at), Nanos(a.LeaseExpires), o.Workstation, o.FileName, o.Size, evidence, o.CopiedFrom, o.SourceToken)
-	return err
 }
 
 func (t *Tx) AddCrossing(token uint64, b gate.Boundary, chainHead string, at time.Time) error {
@@ -419,31 +487,57 @@ func (t *Tx) Append(e store.Event) error {
 	return t.Flush()
 }
 
-// Flush writes the appended events not yet written, in one statement.
+// Flush writes the deferred writes and the appended events not yet written, in one
+// statement: the writes in its WITH clause, in order, and the events last.
 func (t *Tx) Flush() error {
-	if len(t.pending) == 0 {
+	if len(t.pending) == 0 && len(t.writes) == 0 {
 		return nil
 	}
+	parts := make([]string, 0, len(t.writes)+1)
+	var args []any
+	for _, w := range t.writes {
+		parts, args = append(parts, w.q), append(args, w.args...)
+	}
+	if len(t.pending) > 0 {
+		var q strings.Builder
+		q.WriteString("INSERT INTO events (at, intent_id, kind, key, task, token, dispatch_id, revision, detail) VALUES ")
+		for i, e := range t.pending {
+			detail, err := json.Marshal(e.Detail)
+			if err != nil {
+				return err
+			}
+			if e.Detail == nil {
+				detail = []byte("{}")
+			}
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, Nanos(e.At), e.Intent, string(e.Kind), e.Key, e.Task, e.Token, e.DispatchID, e.Revision, string(detail))
+		}
+		parts = append(parts, q.String())
+	}
+	t.pending, t.writes = t.pending[:0], t.writes[:0]
+	_, err := t.run(combined(parts), args...)
+	return err
+}
+
+// combined is one statement of several: all but the last in its WITH clause.
+func combined(parts []string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
 	var q strings.Builder
-	q.WriteString("INSERT INTO events (at, intent_id, kind, key, task, token, dispatch_id, revision, detail) VALUES ")
-	args := make([]any, 0, 9*len(t.pending))
-	for i, e := range t.pending {
-		detail, err := json.Marshal(e.Detail)
-		if err != nil {
-			return err
-		}
-		if e.Detail == nil {
-			detail = []byte("{}")
-		}
+	q.WriteString("WITH ")
+	for i, p := range parts[:len(parts)-1] {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, Nanos(e.At), e.Intent, string(e.Kind), e.Key, e.Task, e.Token, e.DispatchID, e.Revision, string(detail))
+		fmt.Fprintf(&q, "w%d AS (%s)", i, p)
 	}
-	t.pending = t.pending[:0]
-	_, err := t.exec(q.String(), args...)
-	return err
+	q.WriteString(" ")
+	q.WriteString(parts[len(parts)-1])
+	return q.String()
 }
 
 func (t *Tx) Events(intent int64) ([]store.Event, error) {
