@@ -38,48 +38,35 @@ func TestChatFromTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
-	type line struct {
-		text string
-		ink  color.RGBA
-		x, y int
-	}
 	// drawn is what the screen shows; tree what the app's tree says of the same places
 	// (by the drawn line's index; "" for the same text).
 	for _, c := range []struct {
 		name    string
-		drawn   []line
+		drawn   []chatLine
 		tree    map[int]string
 		phase   string
 		want    string // name|size|ours|finished of each item, joined by ", "
 		verdict vision.Verdict
 	}{
 		{name: "our item, finished",
-			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			drawn: []chatLine{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
 			tree:  map[int]string{2: "31\u00a0bytes"}, phase: "after_send",
 			want: "report-1.txt|31\u00a0bytes|true|true", verdict: vision.Agree},
 		{name: "a look-alike name the tree tells apart",
-			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			drawn: []chatLine{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
 			tree:  map[int]string{1: "report-l.txt"}, phase: "after_send", want: ""},
 		{name: "still uploading",
-			drawn: []line{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"42 %", text, 200, 65}},
+			drawn: []chatLine{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"42 %", text, 200, 65}},
 			phase: "after_send", want: "report-1.txt|31 bytes|true|false", verdict: vision.Agree},
 		{name: "the screen shows another name there, after the send",
-			drawn: []line{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			drawn: []chatLine{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
 			tree:  map[int]string{1: "report-1.txt"}, phase: "after_send", want: "", verdict: vision.Disagree},
 		{name: "the screen shows another name there, before the send",
-			drawn: []line{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
+			drawn: []chatLine{{"alice 11:33", ours, 10, 20}, {"other-9.txt", text, 80, 50}, {"31 bytes", text, 80, 65}},
 			tree:  map[int]string{1: "report-1.txt"}, phase: "before_send", want: "report-1.txt|31 bytes|true|true", verdict: vision.Disagree},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lines := make([]struct {
-				text string
-				ink  color.RGBA
-				x, y int
-			}, len(c.drawn))
-			for i, l := range c.drawn {
-				lines[i].text, lines[i].ink, lines[i].x, lines[i].y = l.text, l.ink, l.x, l.y
-			}
-			frame, ws := chatFrame(lines)
+			frame, ws := chatFrame(c.drawn)
 			// One row; the header's author and time are labels of their own (as Gajim's
 			// are), every other line one label, where OCR found its words.
 			row := &atspi.Node{Role: "list item", States: []string{"showing"}, Extents: &atspi.Box{X: 0, Y: 0, W: 700, H: 500}}
@@ -142,11 +129,7 @@ func TestItemsFromTheTreeByPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
-	frame, ws := chatFrame([]struct {
-		text string
-		ink  color.RGBA
-		x, y int
-	}{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"report-1.txt", text, 80, 300}})
+	frame, ws := chatFrame([]chatLine{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65}, {"report-1.txt", text, 80, 300}})
 	row := &atspi.Node{Role: "list item", States: []string{"showing"}, Extents: &atspi.Box{X: 0, Y: 0, W: 700, H: 100}}
 	for _, w := range ws[:5] { // the row's labels: alice, 11:33, the name, the size's two words
 		row.Children = append(row.Children, &atspi.Node{Role: "label", Name: w.Text, States: []string{"showing"},
@@ -226,11 +209,7 @@ func TestChatReadOCRsTheItemsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
-	frame, ws := chatFrame([]struct {
-		text string
-		ink  color.RGBA
-		x, y int
-	}{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65},
+	frame, ws := chatFrame([]chatLine{{"alice 11:33", ours, 10, 20}, {"report-1.txt", text, 80, 50}, {"31 bytes", text, 80, 65},
 		{"alice 11:40", ours, 10, 220}, {"other-2.txt", text, 80, 250}, {"31 bytes", text, 80, 265}})
 	var rows []*atspi.Node
 	for i, top := range []int{0, 200} { // each row 100 high, its labels where OCR found the words

@@ -50,13 +50,16 @@ func TestItemsReadsFileCards(t *testing.T) {
 	}
 }
 
-// chatFrame draws lines of text, each in its colour, and returns the frame with the
-// words as OCR would report them.
-func chatFrame(lines []struct {
+// chatLine is a line of a chat drawn by chatFrame: its text, its ink, where it starts.
+type chatLine struct {
 	text string
 	ink  color.RGBA
 	x, y int
-}) (*image.RGBA, []vision.Word) {
+}
+
+// chatFrame draws lines of text, each in its colour, and returns the frame with the
+// words as OCR would report them.
+func chatFrame(lines []chatLine) (*image.RGBA, []vision.Word) {
 	img := image.NewRGBA(image.Rect(0, 0, 700, 500))
 	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{255, 255, 255, 255}}, image.Point{}, draw.Src)
 	var ws []vision.Word
@@ -103,11 +106,7 @@ func TestItemsTellOursAndFinished(t *testing.T) {
 	}
 	r := &Runner{Profile: p, Vars: Vars{FileName: "report.txt", Size: 17}}
 	ours, peer, text := color.RGBA{50, 90, 140, 255}, color.RGBA{200, 40, 40, 255}, color.RGBA{30, 30, 30, 255}
-	frame, ws := chatFrame([]struct {
-		text string
-		ink  color.RGBA
-		x, y int
-	}{
+	frame, ws := chatFrame([]chatLine{
 		{"alice 11:33", ours, 10, 20}, {"report.txt", text, 80, 50}, {"17 bytes", text, 80, 65},
 		{"alice 11:35", peer, 10, 120}, {"report.txt", text, 80, 150}, {"17 bytes", text, 80, 165}, // a peer named alice
 		{"alice 11:36", text, 10, 220}, {"report.txt", text, 80, 250}, {"17 bytes", text, 80, 265}, // a message text reading like a header
@@ -195,11 +194,7 @@ func sentItemRunner(t *testing.T) (*Runner, *splitNameOCR, string) {
 		t.Fatal(err)
 	}
 	ours, text := color.RGBA{50, 90, 140, 255}, color.RGBA{30, 30, 30, 255}
-	chat, ws := chatFrame([]struct {
-		text string
-		ink  color.RGBA
-		x, y int
-	}{{"alice 11:33", ours, 10, 20}, {"report.txt", text, 80, 50}, {"17 bytes", text, 80, 65}})
+	chat, ws := chatFrame([]chatLine{{"alice 11:33", ours, 10, 20}, {"report.txt", text, 80, 50}, {"17 bytes", text, 80, 65}})
 	win := Window{ID: 1, Process: "gajim", Title: "Gajim", Viewable: true, Bounds: image.Rect(0, 0, 1280, 800)}
 	frame := image.NewRGBA(win.Bounds)
 	draw.Draw(frame, frame.Bounds(), &image.Uniform{color.RGBA{255, 255, 255, 255}}, image.Point{}, draw.Src)
