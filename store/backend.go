@@ -21,6 +21,16 @@ type Backend interface {
 	Close() error
 }
 
+// NewKeysBinder is a Tx that can, for a claim, bind keys that no one bound yet to a new
+// intent in one step, without reading them first (PostgreSQL: under SERIALIZABLE a read
+// of the keys' index conflicts with every claim writing into the same page of it).
+type NewKeysBinder interface {
+	// BindNewKeys makes a new intent and binds every key to it, if none of them is bound;
+	// if one is, it leaves nothing of what it wrote and returns 0 (the claim then reads
+	// the keys' intents). A key bound by a transaction not yet committed is waited for.
+	BindNewKeys(keys []KeyRecord, at time.Time) (int64, error)
+}
+
 // Tx is what a transaction can read and write. Intents are numbered by the backend.
 type Tx interface {
 	// Now is the time on the store's one clock.

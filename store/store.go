@@ -290,16 +290,27 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		}
 		now := tx.Now()
 		named := keyRecords(req.Keys)
-		bound, err := tx.IntentsOf(keyStrings(req.Keys))
-		if err != nil {
-			return err
+		var err error
+		var prebound int64 // a new intent the backend bound every key to at once (NewKeysBinder)
+		if nb, ok := tx.(NewKeysBinder); ok {
+			if prebound, err = nb.BindNewKeys(named, now); err != nil {
+				return err
+			}
+		}
+		var bound map[string]int64
+		if prebound == 0 {
+			if bound, err = tx.IntentsOf(keyStrings(req.Keys)); err != nil {
+				return err
+			}
 		}
 		ids := distinctIntents(bound)
 		fresh := len(ids) == 0 // a new intent: nothing of it needs reading back
 		if fresh {
-			id, err := tx.NewIntent(now)
-			if err != nil {
-				return err
+			id := prebound
+			if id == 0 {
+				if id, err = tx.NewIntent(now); err != nil {
+					return err
+				}
 			}
 			if err := appendEvent(tx, Event{At: now, Intent: id, Kind: EventIntentCreated, Key: res.Key.String(), Task: req.Task}); err != nil {
 				return err
@@ -345,8 +356,10 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			}
 		}
 		if len(rebind) > 0 {
-			if err := tx.Bind(target, rebind, now); err != nil {
-				return err
+			if prebound == 0 { // else bound already, to the new intent
+				if err := tx.Bind(target, rebind, now); err != nil {
+					return err
+				}
 			}
 			for _, k := range rebind {
 				if err := appendEvent(tx, Event{At: now, Intent: target, Kind: EventKeyBound, Key: k.Key, Task: req.Task, Detail: map[string]string{"identity_strength": string(k.Strength)}}); err != nil {

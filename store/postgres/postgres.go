@@ -24,6 +24,7 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,8 @@ type Options struct {
 	pause func(point string)
 	// tracer sees every statement sent, BEGIN and COMMIT included (the claim profile).
 	tracer pgx.QueryTracer
+	// readKeysFirst turns the new-keys statement off: a claim reads its keys first.
+	readKeysFirst bool
 }
 
 // Backend is a PostgreSQL store.Backend.
@@ -503,7 +506,7 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 	if b.opt.WorkstationClock != nil {
 		now = b.opt.WorkstationClock().UTC()
 	}
-	t := &pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL, DeferEvents: true}, pause: b.opt.pause}
+	t := &pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL, DeferEvents: true}, pause: b.opt.pause, readKeysFirst: b.opt.readKeysFirst}
 	err = fn(t)
 	if err == nil {
 		err = t.Flush()
@@ -611,8 +614,9 @@ func (e *notCommitted) Unwrap() error { return e.err }
 // pgTx is the shared SQL Tx with this package's round trips saved and test points.
 type pgTx struct {
 	sqltx.Tx
-	pause func(string)
-	token uint64 // a fencing token NewIntent took, not yet handed out
+	pause         func(string)
+	readKeysFirst bool
+	token         uint64 // a fencing token NewIntent or BindNewKeys took, not yet handed out
 }
 
 // NewIntent makes an intent and, in the same round trip, takes the fencing token its
@@ -629,6 +633,47 @@ func (t *pgTx) NewIntent(at time.Time) (int64, error) {
 		t.token = token
 	}
 	return id, err
+}
+
+// BindNewKeys makes a new intent, takes its first fencing token and binds every key to
+// it, in one statement, without reading the keys first (store.NewKeysBinder): under
+// SERIALIZABLE, a read of the keys' index locks the page it reads, and every claim that
+// writes into that page then conflicts with it, so that concurrent claims of distinct
+// new keys fail each other. An insert that finds its key bound by a transaction not yet
+// committed waits for it (and, once it committed, fails with a serialization failure:
+// the claim runs again and finds the key bound). When a key is bound already, it
+// deletes what it wrote and returns 0.
+func (t *pgTx) BindNewKeys(keys []store.KeyRecord, at time.Time) (int64, error) {
+	if t.readKeysFirst {
+		return 0, nil
+	}
+	if t.pause != nil {
+		t.pause("before_new_keys")
+	}
+	var names, versions, strengths []string
+	for _, k := range keys {
+		if !slices.Contains(names, k.Key) {
+			names, versions, strengths = append(names, k.Key), append(versions, k.Version), append(strengths, string(k.Strength))
+		}
+	}
+	ctx := context.Background()
+	var id int64
+	var token uint64
+	var n int
+	err := t.SQL.QueryRowContext(ctx, `WITH i AS (INSERT INTO intents (created_at) VALUES ($1) RETURNING id, nextval('fencing_tokens') AS token),
+		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at)
+			SELECT n.key, i.id, n.version, n.strength, $1 FROM i, unnest($2::text[], $3::text[], $4::text[]) AS n(key, version, strength)
+			ON CONFLICT (key) DO NOTHING RETURNING key)
+		SELECT i.id, i.token, (SELECT count(*) FROM k) FROM i`, sqltx.Nanos(at), names, versions, strengths).Scan(&id, &token, &n)
+	if err != nil {
+		return 0, err
+	}
+	if n == len(names) {
+		t.token = token
+		return id, nil
+	}
+	_, err = t.SQL.ExecContext(ctx, `WITH k AS (DELETE FROM keys WHERE intent_id = $1) DELETE FROM intents WHERE id = $1`, id)
+	return 0, err
 }
 
 // NextToken takes the next fencing token from the sequence (or the one NewIntent took).

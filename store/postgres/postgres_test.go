@@ -180,17 +180,25 @@ func mustTitle(t *testing.T) gate.Identity {
 	return id
 }
 
-// TestPausedClaimsOfANewKey: two claims of a never-seen key, the first paused between
-// reading the key's intents and binding them while the second commits: exactly one
-// grant. The same test with READ COMMITTED gives two, so it can fail.
+// TestPausedClaimsOfANewKey: two claims of a never-seen key, the first paused after its
+// transaction began and before it wrote anything while the second commits: exactly one
+// grant, whether the first binds the key without reading it first (the new-keys
+// statement: the key's unique index decides, at any isolation) or reads it first. The
+// read-first claims under READ COMMITTED give two, so the test can fail.
 func TestPausedClaimsOfANewKey(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		isolation sql.IsolationLevel
+		readFirst bool
 		grants    int
-	}{{"serializable", 0, 1}, {"read committed (control)", sql.LevelReadCommitted, 2}} {
+	}{
+		{"new-keys statement, serializable", 0, false, 1},
+		{"new-keys statement, read committed", sql.LevelReadCommitted, false, 1},
+		{"read first, serializable", 0, true, 1},
+		{"read first, read committed (control)", sql.LevelReadCommitted, true, 2},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			grants := pausedRace(t, tc.isolation)
+			grants := pausedRace(t, tc.isolation, tc.readFirst)
 			if grants != tc.grants {
 				t.Fatalf("%d grants; want %d", grants, tc.grants)
 			}
@@ -198,13 +206,17 @@ func TestPausedClaimsOfANewKey(t *testing.T) {
 	}
 }
 
-func pausedRace(t *testing.T, isolation sql.IsolationLevel) int {
+func pausedRace(t *testing.T, isolation sql.IsolationLevel, readFirst bool) int {
 	ctx := context.Background()
 	u := initializedDatabase(t)
 	paused, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	a, err := Open(ctx, u, Options{isolation: isolation, pause: func(point string) {
-		if point == "after_intents_of" {
+	point := "before_new_keys"
+	if readFirst {
+		point = "after_intents_of"
+	}
+	a, err := Open(ctx, u, Options{isolation: isolation, readKeysFirst: readFirst, pause: func(p string) {
+		if p == point {
 			once.Do(func() { close(paused); <-release })
 		}
 	}})
@@ -212,7 +224,7 @@ func pausedRace(t *testing.T, isolation sql.IsolationLevel) int {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := Open(ctx, u, Options{isolation: isolation})
+	b, err := Open(ctx, u, Options{isolation: isolation, readKeysFirst: readFirst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +313,11 @@ func mustParse(t *testing.T, u string) *url.URL {
 	return p
 }
 
-// TestClaimRoundTrips: a claim of a new key sends six statements, each one round trip:
-// BEGIN; the transaction's settings, time and commit marker; the key's intent read; the
-// new intent with its first token; the key bound, the attempt and the claim's events in
-// one statement; COMMIT. (A refused claim of the same key reads the intent's state and
-// records the refusal: the test logs how many it sends.)
+// TestClaimRoundTrips: a claim of a new key sends five statements, each one round trip:
+// BEGIN; the transaction's settings, time and commit marker; the new intent, its first
+// token and the key bound to it; the attempt and the claim's events; COMMIT. (A refused
+// claim of the same key tries the new-keys statement, takes back what it wrote, reads
+// the intent's state and records the refusal: the test logs how many it sends.)
 func TestClaimRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	prof := &statementProfile{by: map[string]*statementTime{}}
@@ -321,7 +333,7 @@ func TestClaimRoundTrips(t *testing.T) {
 		defer prof.mu.Unlock()
 		for name, st := range prof.by {
 			n += st.count
-			combined = combined || strings.HasPrefix(name, "WITH w0 AS (INSERT INTO keys") && strings.Contains(name, "INSERT INTO attempts")
+			combined = combined || strings.HasPrefix(name, "WITH w0 AS (INSERT INTO attempts") && strings.Contains(name, "INSERT INTO events")
 		}
 		return n, combined
 	}
@@ -329,8 +341,8 @@ func TestClaimRoundTrips(t *testing.T) {
 	if res, err := s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key}, Task: "A"}); err != nil || !res.Granted {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	if n, combined := sent(); n != 6 || !combined {
-		t.Errorf("a granted claim of a new key sent %d statements (%v); want 6, its key, attempt and events in one", n, slices.Collect(maps.Keys(prof.by)))
+	if n, combined := sent(); n != 5 || !combined {
+		t.Errorf("a granted claim of a new key sent %d statements (%v); want 5: its intent, token and key in one, its attempt and events in one", n, slices.Collect(maps.Keys(prof.by)))
 	}
 	prof.reset()
 	var refusal *gate.Refusal
