@@ -24,7 +24,6 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -635,45 +634,37 @@ func (t *pgTx) NewIntent(at time.Time) (int64, error) {
 	return id, err
 }
 
-// BindNewKeys makes a new intent, takes its first fencing token and binds every key to
-// it, in one statement, without reading the keys first (store.NewKeysBinder): under
-// SERIALIZABLE, a read of the keys' index locks the page it reads, and every claim that
-// writes into that page then conflicts with it, so that concurrent claims of distinct
-// new keys fail each other. An insert that finds its key bound by a transaction not yet
-// committed waits for it (and, once it committed, fails with a serialization failure:
-// the claim runs again and finds the key bound). When a key is bound already, it
-// deletes what it wrote and returns 0.
+// BindNewKeys binds a claim's one key, if no one bound it, to a new intent, and takes
+// the intent's first fencing token, in one statement, without reading the key first
+// (store.NewKeysBinder): under SERIALIZABLE, a read of the keys' index locks the page it
+// reads, and every claim that writes into that page then conflicts with it, so that
+// concurrent claims of distinct new keys fail each other. The key goes in first, and
+// the intent only if it did: a key bound already leaves nothing written (two sequence
+// numbers skipped), and the claim reads. An insert that finds the key bound by a
+// transaction not yet committed waits for it (and, once it committed, fails with a
+// serialization failure: the claim runs again and finds the key bound). A claim of
+// several keys reads them first.
 func (t *pgTx) BindNewKeys(keys []store.KeyRecord, at time.Time) (int64, error) {
-	if t.readKeysFirst {
+	if t.readKeysFirst || len(keys) != 1 {
 		return 0, nil
 	}
 	if t.pause != nil {
 		t.pause("before_new_keys")
 	}
-	var names, versions, strengths []string
-	for _, k := range keys {
-		if !slices.Contains(names, k.Key) {
-			names, versions, strengths = append(names, k.Key), append(versions, k.Version), append(strengths, string(k.Strength))
-		}
-	}
-	ctx := context.Background()
+	k := keys[0]
 	var id int64
 	var token uint64
-	var n int
-	err := t.SQL.QueryRowContext(ctx, `WITH i AS (INSERT INTO intents (created_at) VALUES ($1) RETURNING id, nextval('fencing_tokens') AS token),
-		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at)
-			SELECT n.key, i.id, n.version, n.strength, $1 FROM i, unnest($2::text[], $3::text[], $4::text[]) AS n(key, version, strength)
-			ON CONFLICT (key) DO NOTHING RETURNING key)
-		SELECT i.id, i.token, (SELECT count(*) FROM k) FROM i`, sqltx.Nanos(at), names, versions, strengths).Scan(&id, &token, &n)
-	if err != nil {
+	var bound int
+	err := t.SQL.QueryRowContext(context.Background(), `WITH ids AS (SELECT nextval('intents_id_seq') AS id, nextval('fencing_tokens') AS token),
+		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at) SELECT $2, id, $3, $4, $1 FROM ids
+			ON CONFLICT (key) DO NOTHING RETURNING intent_id),
+		i AS (INSERT INTO intents (id, created_at) SELECT intent_id, $1 FROM k RETURNING id)
+		SELECT ids.id, ids.token, (SELECT count(*) FROM i) FROM ids`, sqltx.Nanos(at), k.Key, k.Version, string(k.Strength)).Scan(&id, &token, &bound)
+	if err != nil || bound != 1 {
 		return 0, err
 	}
-	if n == len(names) {
-		t.token = token
-		return id, nil
-	}
-	_, err = t.SQL.ExecContext(ctx, `WITH k AS (DELETE FROM keys WHERE intent_id = $1) DELETE FROM intents WHERE id = $1`, id)
-	return 0, err
+	t.token = token
+	return id, nil
 }
 
 // NextToken takes the next fencing token from the sequence (or the one NewIntent took).

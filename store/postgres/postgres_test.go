@@ -316,8 +316,8 @@ func mustParse(t *testing.T, u string) *url.URL {
 // TestClaimRoundTrips: a claim of a new key sends five statements, each one round trip:
 // BEGIN; the transaction's settings, time and commit marker; the new intent, its first
 // token and the key bound to it; the attempt and the claim's events; COMMIT. (A refused
-// claim of the same key tries the new-keys statement, takes back what it wrote, reads
-// the intent's state and records the refusal: the test logs how many it sends.)
+// claim of the same key tries the new-keys statement, which writes nothing, reads the
+// intent's state and records the refusal: the test logs how many it sends.)
 func TestClaimRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	prof := &statementProfile{by: map[string]*statementTime{}}
