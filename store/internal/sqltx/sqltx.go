@@ -92,7 +92,7 @@ func (d *Dialect) bind(q string) string {
 	return b.String()
 }
 
-// exec, query and queryRow run a statement, after the deferred writes (in order).
+// exec, query and queryRow run a statement, after the deferred writes.
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
 	if err := t.flushWrites(); err != nil {
 		return nil, err
@@ -488,7 +488,10 @@ func (t *Tx) Append(e store.Event) error {
 }
 
 // Flush writes the deferred writes and the appended events not yet written, in one
-// statement: the writes in its WITH clause, in order, and the events last.
+// statement: the writes in its WITH clause, the events last. PostgreSQL runs a WITH
+// clause's inserts in no set order, on one snapshot: none of them may need another's
+// row (write never puts two writes of one row in a statement; foreign keys are checked
+// once the statement ends).
 func (t *Tx) Flush() error {
 	if len(t.pending) == 0 && len(t.writes) == 0 {
 		return nil
