@@ -88,33 +88,30 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 // stop, where OCR's other items are kept beside the tree's (itemsFromTree).
 func (r *Runner) readChatFrame(ctx context.Context, o *chatRead, frame *image.RGBA, region image.Rectangle) error {
 	c := r.Profile.Chat
-	if !r.treeChat() {
-		var err error
-		o.look, err = r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
-		o.Items = r.items(o.look)
-		return err
-	}
+	whole := func() (vision.Look, error) { return r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode()) }
 	var t chatTree
-	if o.phase == "final" {
+	var err error
+	switch {
+	case !r.treeChat():
+		if o.look, err = whole(); err != nil {
+			return err
+		}
+		o.Items = r.items(o.look)
+		return nil
+	case o.phase == "final":
 		tree := make(chan chatTree, 1) // read while OCR reads the capture
 		go func() { tree <- r.readChatTree(ctx, region) }()
-		look, err := r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
-		if t = <-tree; err != nil {
-			return err
+		o.look, err = whole()
+		t = <-tree
+	default:
+		if t = r.readChatTree(ctx, region); t.err != nil {
+			o.look, err = whole()
+		} else {
+			o.look, err = r.readItemRows(ctx, frame, region, t)
 		}
-		o.look = look
-	} else if t = r.readChatTree(ctx, region); t.err != nil {
-		look, err := r.Reader.ReadFrame(ctx, frame, region, c.Prep, c.OCRMode())
-		if err != nil {
-			return err
-		}
-		o.look = look
-	} else {
-		look, err := r.readItemRows(ctx, frame, region, t)
-		if err != nil {
-			return err
-		}
-		o.look = look
+	}
+	if err != nil {
+		return err
 	}
 	o.Items = r.items(o.look)
 	return r.itemsFromTree(ctx, o, t)

@@ -141,7 +141,7 @@ func (r *Runner) readItemRows(ctx context.Context, frame *image.RGBA, region ima
 			continue
 		}
 		read = append(read, at)
-		row, err := r.Reader.ReadFrame(ctx, vision.Copy(frame, at.Sub(region.Min).Add(frame.Bounds().Min)), at, c.Prep, c.OCRMode())
+		row, err := r.Reader.ReadFrame(ctx, vision.Crop(frame, at.Sub(region.Min).Add(frame.Bounds().Min)), at, c.Prep, c.OCRMode())
 		if err != nil {
 			return vision.Look{}, err
 		}

@@ -182,18 +182,6 @@ func Crop(img *image.RGBA, r image.Rectangle) *image.RGBA {
 	return img.SubImage(r.Intersect(img.Bounds())).(*image.RGBA)
 }
 
-// Copy returns a copy of the part of img inside r (in img's coordinates), placed at
-// the origin: a region of a capture read on its own.
-func Copy(img *image.RGBA, r image.Rectangle) *image.RGBA {
-	r = r.Intersect(img.Bounds())
-	out := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
-	for y := 0; y < r.Dy(); y++ {
-		o := img.PixOffset(r.Min.X, r.Min.Y+y)
-		copy(out.Pix[y*out.Stride:], img.Pix[o:o+4*r.Dx()])
-	}
-	return out
-}
-
 // MeanColor is the average colour of a region: a cheap way to tell that a page changed.
 func MeanColor(img *image.RGBA, r image.Rectangle) color.RGBA {
 	r = r.Intersect(img.Bounds())
