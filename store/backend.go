@@ -26,9 +26,9 @@ type Backend interface {
 // of the keys' index conflicts with every claim writing into the same page of it).
 type NewKeysBinder interface {
 	// BindNewKeys makes a new intent and binds every key to it, if none of them is bound;
-	// if one is (or it does not take such claims), it writes nothing and returns 0, and
-	// the claim reads the keys' intents. A key bound by a transaction not yet committed
-	// is waited for.
+	// if one is (or it does not take such claims), it leaves nothing written and returns
+	// 0, and the claim reads the keys' intents. A key bound by a transaction not yet
+	// committed is waited for.
 	BindNewKeys(keys []KeyRecord, at time.Time) (int64, error)
 }
 

@@ -111,11 +111,12 @@ func populate(b *testing.B, u string, n int) {
 	}
 }
 
-// BenchmarkClaimProfile profiles a claim of a new key, one client: every statement the
-// store sends (BEGIN and COMMIT included, each one round trip to the server), how many
-// a claim sends, and the time each takes, as the client waits for it; serialization
-// failures retried are counted too. It logs a table (statement, per claim, mean) and
-// reports round trips and statements per claim.
+// BenchmarkClaimProfile profiles a claim of a new key, one client: every round trip the
+// store makes (a statement alone, or a pipelined batch such as BEGIN with the
+// transaction's settings), how many a claim makes, and the time each takes, as the
+// client waits for it; serialization failures retried are counted too. It logs a table
+// (round trip, per claim, mean) and reports round trips and statements per claim
+// (BEGIN and COMMIT apart).
 func BenchmarkClaimProfile(b *testing.B) {
 	if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
 		b.Fatal("no PostgreSQL: testbed/postgres up, and its state.env exported")
@@ -144,28 +145,31 @@ func BenchmarkClaimProfile(b *testing.B) {
 	defer prof.mu.Unlock()
 	names := slices.Collect(maps.Keys(prof.by))
 	slices.SortFunc(names, func(x, y string) int { return cmp.Compare(prof.by[y].total, prof.by[x].total) })
-	var sent int
+	var trips int
 	var waited time.Duration
 	for _, n := range names {
 		st := prof.by[n]
-		sent += st.count
+		trips += st.count
 		waited += st.total
-		if len(n) > 110 {
-			n = n[:110] + "…"
+		if len(n) > 160 {
+			n = n[:160] + "…"
 		}
 		b.Logf("%6.2f a claim, mean %7.1f µs: %s", float64(st.count)/float64(claims), float64(st.total.Microseconds())/float64(st.count), n)
 	}
-	b.Logf("%d claims: %.2f round trips a claim, %.0f µs a claim waiting on the server, %d serialization failures", claims, float64(sent)/float64(claims), float64(waited.Microseconds())/float64(claims), prof.failures)
-	b.ReportMetric(float64(sent)/float64(claims), "round-trips/claim")
-	b.ReportMetric(float64(sent-prof.by["BEGIN"].countOrZero()-prof.by["COMMIT"].countOrZero())/float64(claims), "statements/claim")
+	b.Logf("%d claims: %.2f round trips a claim, %.0f µs a claim waiting on the server, %d serialization failures", claims, float64(trips)/float64(claims), float64(waited.Microseconds())/float64(claims), prof.failures)
+	b.ReportMetric(float64(trips)/float64(claims), "round-trips/claim")
+	b.ReportMetric(float64(prof.statements)/float64(claims), "statements/claim")
 }
 
-// statementProfile is a pgx.QueryTracer that times each statement by its text, white
-// space folded (BEGIN and COMMIT by name).
+// statementProfile is a pgx.QueryTracer and pgx.BatchTracer that times each round
+// trip: a statement sent alone (by its text, white space folded; BEGIN and COMMIT by
+// name), or a pipelined batch (its statements' names joined by " + "). It counts the
+// statements sent, BEGIN and COMMIT apart.
 type statementProfile struct {
-	mu       sync.Mutex
-	by       map[string]*statementTime
-	failures int
+	mu         sync.Mutex
+	by         map[string]*statementTime
+	statements int
+	failures   int
 }
 
 type statementTime struct {
@@ -173,16 +177,9 @@ type statementTime struct {
 	total time.Duration
 }
 
-func (t *statementTime) countOrZero() int {
-	if t == nil {
-		return 0
-	}
-	return t.count
-}
-
 type traceStart struct {
-	name string
-	at   time.Time
+	names []string
+	at    time.Time
 }
 
 type traceKey struct{}
@@ -190,35 +187,83 @@ type traceKey struct{}
 func (p *statementProfile) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.by, p.failures = map[string]*statementTime{}, 0
+	p.by, p.statements, p.failures = map[string]*statementTime{}, 0, 0
 }
 
-func (p *statementProfile) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	name := strings.Join(strings.Fields(data.SQL), " ")
-	switch upper := strings.ToUpper(name); {
-	case strings.HasPrefix(upper, "BEGIN"):
-		name = "BEGIN"
-	case strings.HasPrefix(upper, "COMMIT"):
-		name = "COMMIT"
-	}
-	return context.WithValue(ctx, traceKey{}, traceStart{name: name, at: time.Now()})
-}
-
-func (p *statementProfile) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	start, ok := ctx.Value(traceKey{}).(traceStart)
-	if !ok {
-		return
-	}
+// roundTrips is how many round trips were timed.
+func (p *statementProfile) roundTrips() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := p.by[start.name]
+	n := 0
+	for _, st := range p.by {
+		n += st.count
+	}
+	return n
+}
+
+// statementName folds a statement's white space; BEGIN and COMMIT go by name.
+func statementName(sql string) string {
+	name := strings.Join(strings.Fields(sql), " ")
+	switch upper := strings.ToUpper(name); {
+	case strings.HasPrefix(upper, "BEGIN"):
+		return "BEGIN"
+	case strings.HasPrefix(upper, "COMMIT"):
+		return "COMMIT"
+	}
+	return name
+}
+
+// sent counts a statement and its failure.
+func (p *statementProfile) sent(name string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if name != "BEGIN" && name != "COMMIT" {
+		p.statements++
+	}
+	if retryable(err) {
+		p.failures++
+	}
+}
+
+// took records one round trip.
+func (p *statementProfile) took(start traceStart) {
+	name := strings.Join(start.names, " + ")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.by[name]
 	if st == nil {
 		st = &statementTime{}
-		p.by[start.name] = st
+		p.by[name] = st
 	}
 	st.count++
 	st.total += time.Since(start.at)
-	if retryable(data.Err) {
-		p.failures++
+}
+
+func (p *statementProfile) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, traceKey{}, &traceStart{names: []string{statementName(data.SQL)}, at: time.Now()})
+}
+
+func (p *statementProfile) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	if start, ok := ctx.Value(traceKey{}).(*traceStart); ok {
+		p.sent(start.names[0], data.Err)
+		p.took(*start)
+	}
+}
+
+func (p *statementProfile) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return context.WithValue(ctx, traceKey{}, &traceStart{at: time.Now()})
+}
+
+func (p *statementProfile) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if start, ok := ctx.Value(traceKey{}).(*traceStart); ok {
+		name := statementName(data.SQL)
+		start.names = append(start.names, name)
+		p.sent(name, data.Err)
+	}
+}
+
+func (p *statementProfile) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	if start, ok := ctx.Value(traceKey{}).(*traceStart); ok {
+		p.took(*start)
 	}
 }

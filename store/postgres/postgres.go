@@ -65,6 +65,9 @@ type Options struct {
 	readKeysFirst bool
 }
 
+// poolSize is how many connections a process keeps open to the database at most.
+const poolSize = 8
+
 // Backend is a PostgreSQL store.Backend.
 type Backend struct {
 	db           *sql.DB
@@ -115,19 +118,27 @@ func open(raw string, opt Options) (*Backend, error) {
 	if opt.isolation == 0 {
 		opt.isolation = sql.LevelSerializable
 	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, gate.Invalidf("store URL %s: %v", Redacted(raw), err)
+	}
 	cfg, err := pgx.ParseConfig(raw)
 	if err != nil {
 		return nil, gate.Invalidf("store URL %s: %v", Redacted(raw), err)
 	}
-	// No named prepared statements: a pooler in transaction mode hands the next
-	// transaction another server connection.
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	// Statements are prepared once per connection and their plans kept (pgx's statement
+	// cache), unless the URL names another default_query_exec_mode: a pooler in
+	// transaction mode that does not track prepared statements (PgBouncer before 1.21,
+	// or without max_prepared_statements) needs "exec" there, and says so (pooledAway).
+	if _, named := u.Query()["default_query_exec_mode"]; !named {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > opt.LockTimeout {
 		cfg.ConnectTimeout = opt.LockTimeout
 	}
 	cfg.Tracer = opt.tracer
 	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(8)
+	db.SetMaxOpenConns(poolSize)
 	return &Backend{db: db, display: Redacted(raw), opt: opt}, nil
 }
 
@@ -438,14 +449,25 @@ func (b *Backend) View(ctx context.Context, fn func(store.Tx) error) error {
 // lock timeout, and after a connection lost before its COMMIT or a COMMIT that resolve
 // showed did not land (a few times: nothing of it is kept).
 func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
-	lost := 0
+	return b.explainPooler(b.retryRaces(ctx, fn, readOnly))
+}
+
+func (b *Backend) retryRaces(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
+	lost, stale := 0, 0
 	until := clock.System().Add(b.opt.LockTimeout) // races are retried for as long as a lock is waited for
 	for attempt := 0; ; attempt++ {
 		err := b.run(ctx, fn, readOnly)
 		var beforeCommit *notCommitted
 		if errors.As(err, &beforeCommit) {
 			err = beforeCommit.err
-			if ctx.Err() == nil && (beforeCommit.resolved || lostBeforeCommit(err)) && lost < 3 {
+			switch {
+			case ctx.Err() != nil:
+			case beforeCommit.atBegin && lostBeforeCommit(err) && stale <= poolSize:
+				// A pooled connection the server had closed (each is dropped once
+				// found): another, up to a new one.
+				stale++
+				continue
+			case (beforeCommit.resolved || lostBeforeCommit(err)) && lost < 3:
 				lost++
 				continue
 			}
@@ -464,14 +486,24 @@ func (b *Backend) retry(ctx context.Context, fn func(store.Tx) error, readOnly b
 	}
 }
 
-func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) error {
+// run runs fn in one transaction on a connection of its own, in three round trips for a
+// claim of a new key: BEGIN and the transaction's settings together; the statements fn
+// waits on; the deferred writes and COMMIT together (pipelined: pgx sends a batch's
+// statements at once and reads their answers in order).
+func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) (err error) {
 	txCtx, cancel := context.WithTimeout(ctx, b.idleTimeout())
 	defer cancel()
-	tx, err := b.db.BeginTx(txCtx, &sql.TxOptions{Isolation: b.opt.isolation, ReadOnly: readOnly})
+	conn, err := b.db.Conn(txCtx)
 	if err != nil {
-		return &notCommitted{err: err}
+		return &notCommitted{err: err, atBegin: true}
 	}
-	defer tx.Rollback()
+	ended := false // committed, or rolled back by the server: the connection is clean
+	defer func() {
+		if !ended {
+			abandon(conn)
+		}
+		conn.Close()
+	}()
 	// Each transaction says what it needs (set_config(..., true) is SET LOCAL), in the
 	// round trip that reads its time; nothing is left to the session. A state-changing
 	// one also leaves its id in commits, for resolve.
@@ -489,12 +521,15 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 		args = append(args, id)
 	}
 	var now time.Time
-	err = tx.QueryRowContext(txCtx, marker+`now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
+	err = pipeline(txCtx, conn, func(batch *pgx.Batch) {
+		batch.Queue(b.beginStatement(readOnly))
+		batch.Queue(marker+`now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
 		set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`+map[bool]string{true: "", false: " FROM marker"}[readOnly],
-		args...).Scan(&now, new(string), new(string), new(string), new(string))
+			args...).QueryRow(func(row pgx.Row) error { return row.Scan(&now, new(string), new(string), new(string), new(string)) })
+	})
 	if err != nil {
 		if lostBeforeCommit(err) {
-			return &notCommitted{err: err}
+			return &notCommitted{err: err, atBegin: true}
 		}
 		return err
 	}
@@ -505,10 +540,13 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 	if b.opt.WorkstationClock != nil {
 		now = b.opt.WorkstationClock().UTC()
 	}
-	t := &pgTx{Tx: sqltx.Tx{SQL: tx, At: now, Dialect: sqltx.PostgreSQL, DeferEvents: true}, pause: b.opt.pause, readKeysFirst: b.opt.readKeysFirst}
+	t := &pgTx{Tx: sqltx.Tx{SQL: conn, Ctx: txCtx, Bounded: true, At: now, Dialect: sqltx.PostgreSQL, DeferEvents: true},
+		pause: b.opt.pause, readKeysFirst: b.opt.readKeysFirst}
 	err = fn(t)
+	var writes string
+	var writeArgs []any
 	if err == nil {
-		err = t.Flush()
+		writes, writeArgs, err = t.Deferred()
 	}
 	if err != nil {
 		if lostBeforeCommit(err) {
@@ -516,11 +554,24 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 		}
 		return err
 	}
-	err = tx.Commit()
-	if err == nil || readOnly || definite(err) {
+	err = pipeline(txCtx, conn, func(batch *pgx.Batch) {
+		if writes != "" {
+			batch.Queue(writes, writeArgs...)
+		}
+		batch.Queue("COMMIT")
+	})
+	if err == nil {
+		ended = true
+		return nil
+	}
+	if pgconn.SafeToRetry(err) { // nothing was sent
+		return &notCommitted{err: err}
+	}
+	if readOnly || definite(err) {
 		return err
 	}
-	// The COMMIT was sent and no answer came back: it may have landed or not. Ask.
+	// The COMMIT may have been sent and no answer came back: it may have landed or
+	// not. Ask.
 	landed, rerr := b.resolve(ctx, id)
 	switch {
 	case rerr != nil:
@@ -532,13 +583,60 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 	}
 }
 
-// definite says whether a COMMIT's error is the server's own answer (it rolled the
-// transaction back: a serialization failure at commit, a constraint) or database/sql's
-// refusal to send it, rather than a connection lost with the COMMIT in flight.
-func definite(err error) bool {
-	if errors.Is(err, sql.ErrTxDone) {
-		return true
+// beginStatement begins a transaction at the store's isolation.
+func (b *Backend) beginStatement(readOnly bool) string {
+	level := map[sql.IsolationLevel]string{
+		sql.LevelSerializable:   "SERIALIZABLE",
+		sql.LevelRepeatableRead: "REPEATABLE READ",
+		sql.LevelReadCommitted:  "READ COMMITTED",
+	}[b.opt.isolation]
+	if readOnly {
+		return "BEGIN ISOLATION LEVEL " + level + " READ ONLY"
 	}
+	return "BEGIN ISOLATION LEVEL " + level
+}
+
+// pipeline sends the statements queue queues in one round trip, on the connection
+// under conn, and reads their answers in order: the first error stops it (the server
+// skips the statements after a failed one).
+func pipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch)) error {
+	return conn.Raw(func(driverConn any) error {
+		batch := &pgx.Batch{}
+		queue(batch)
+		pc := driverConn.(*stdlib.Conn).Conn()
+		err := pc.SendBatch(ctx, batch).Close()
+		if err != nil && pc.IsClosed() {
+			return fmt.Errorf("%w (%w)", err, driver.ErrBadConn) // database/sql drops the connection
+		}
+		return err
+	})
+}
+
+// abandon ends a transaction that did not commit: ROLLBACK, or, when that cannot be
+// sent, the connection is closed rather than put back in the pool.
+func abandon(conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		conn.Raw(func(any) error { return driver.ErrBadConn }) // database/sql drops it
+	}
+}
+
+// explainPooler says what to do when a prepared statement went missing, or was there
+// already, on the server: a pooler in transaction mode handed the transaction another
+// server connection than the one the statement was prepared on.
+func (b *Backend) explainPooler(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "26000" && pe.Code != "42P05") {
+		return err
+	}
+	return fmt.Errorf("%s is behind a connection pooler in transaction mode that does not keep prepared statements (PgBouncer before 1.21, or with max_prepared_statements = 0): add default_query_exec_mode=exec to the store URL, or set max_prepared_statements in the pooler: %w", b.display, err)
+}
+
+// definite says whether the error of the last writes and COMMIT is the server's own
+// answer (it rolled the transaction back: a serialization failure, a constraint),
+// rather than a connection lost with the COMMIT in flight.
+func definite(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code != "57P01" && !strings.HasPrefix(pe.Code, "08")
 }
@@ -605,6 +703,7 @@ func (b *Backend) tombstone(ctx context.Context, id string) (landed bool, err er
 type notCommitted struct {
 	err      error
 	resolved bool
+	atBegin  bool // found before the transaction began: on taking a connection, or at BEGIN
 }
 
 func (e *notCommitted) Error() string { return e.err.Error() }
@@ -626,7 +725,7 @@ type pgTx struct {
 func (t *pgTx) NewIntent(at time.Time) (int64, error) {
 	var id int64
 	var token uint64
-	err := t.SQL.QueryRowContext(context.Background(), "INSERT INTO intents (created_at) VALUES ($1) RETURNING id, nextval('fencing_tokens')",
+	err := t.SQL.QueryRowContext(t.Context(), "INSERT INTO intents (created_at) VALUES ($1) RETURNING id, nextval('fencing_tokens')",
 		sqltx.Nanos(at)).Scan(&id, &token)
 	if err == nil {
 		t.token = token
@@ -634,37 +733,48 @@ func (t *pgTx) NewIntent(at time.Time) (int64, error) {
 	return id, err
 }
 
-// BindNewKeys binds a claim's one key, if no one bound it, to a new intent, and takes
-// the intent's first fencing token, in one statement, without reading the key first
-// (store.NewKeysBinder): under SERIALIZABLE, a read of the keys' index locks the page it
-// reads, and every claim that writes into that page then conflicts with it, so that
-// concurrent claims of distinct new keys fail each other. The key goes in first, and
-// the intent only if it did: a key bound already leaves nothing written (two sequence
-// numbers skipped), and the claim reads. An insert that finds the key bound by a
-// transaction not yet committed waits for it (and, once it committed, fails with a
-// serialization failure: the claim runs again and finds the key bound). A claim of
-// several keys reads them first.
+// BindNewKeys binds a claim's keys, if no one bound any of them, to a new intent, and
+// takes the intent's first fencing token, in one statement, without reading the keys
+// first (store.NewKeysBinder): under SERIALIZABLE, a read of the keys' index locks the
+// page it reads, and every claim that writes into that page then conflicts with it, so
+// that concurrent claims of distinct new keys fail each other. The keys go in first,
+// and the intent only if all of them did. When none did (they are bound: the claim reads
+// them) nothing is written; when some did (an alias of a bound key), they are deleted
+// again, in a second statement, and the claim reads. Either way two sequence numbers
+// are skipped, which fencing allows. An insert that finds a key bound by a transaction
+// not yet committed waits for it (and, once it committed, fails with a serialization
+// failure: the claim runs again and finds the key bound).
 func (t *pgTx) BindNewKeys(keys []store.KeyRecord, at time.Time) (int64, error) {
-	if t.readKeysFirst || len(keys) != 1 {
+	if t.readKeysFirst {
 		return 0, nil
 	}
 	if t.pause != nil {
 		t.pause("before_new_keys")
 	}
-	k := keys[0]
+	names, versions, strengths := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		names[i], versions[i], strengths[i] = k.Key, k.Version, string(k.Strength)
+	}
 	var id int64
 	var token uint64
-	var bound int
-	err := t.SQL.QueryRowContext(context.Background(), `WITH ids AS (SELECT nextval('intents_id_seq') AS id, nextval('fencing_tokens') AS token),
-		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at) SELECT $2, id, $3, $4, $1 FROM ids
-			ON CONFLICT (key) DO NOTHING RETURNING intent_id),
-		i AS (INSERT INTO intents (id, created_at) SELECT intent_id, $1 FROM k RETURNING id)
-		SELECT ids.id, ids.token, (SELECT count(*) FROM i) FROM ids`, sqltx.Nanos(at), k.Key, k.Version, string(k.Strength)).Scan(&id, &token, &bound)
-	if err != nil || bound != 1 {
+	var inserted int
+	err := t.SQL.QueryRowContext(t.Context(), `WITH ids AS (SELECT nextval('intents_id_seq') AS id, nextval('fencing_tokens') AS token),
+		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at)
+			SELECT n.key, ids.id, n.version, n.strength, $1 FROM ids, unnest($2::text[], $3::text[], $4::text[]) AS n(key, version, strength)
+			ON CONFLICT (key) DO NOTHING RETURNING key),
+		i AS (INSERT INTO intents (id, created_at) SELECT id, $1 FROM ids WHERE (SELECT count(*) FROM k) = $5 RETURNING id)
+		SELECT ids.id, ids.token, (SELECT count(*) FROM k) FROM ids`,
+		sqltx.Nanos(at), names, versions, strengths, len(keys)).Scan(&id, &token, &inserted)
+	switch {
+	case err != nil:
 		return 0, err
+	case inserted == len(keys):
+		t.token = token
+		return id, nil
+	case inserted > 0:
+		_, err = t.SQL.ExecContext(t.Context(), "DELETE FROM keys WHERE intent_id = $1", id)
 	}
-	t.token = token
-	return id, nil
+	return 0, err
 }
 
 // NextToken takes the next fencing token from the sequence (or the one NewIntent took).
@@ -674,14 +784,14 @@ func (t *pgTx) NextToken() (uint64, error) {
 		return n, nil
 	}
 	var n uint64
-	err := t.SQL.QueryRowContext(context.Background(), "SELECT nextval('fencing_tokens')").Scan(&n)
+	err := t.SQL.QueryRowContext(t.Context(), "SELECT nextval('fencing_tokens')").Scan(&n)
 	return n, err
 }
 
 // LastToken is the sequence's last value (0 before the first token).
 func (t *pgTx) LastToken() (uint64, error) {
 	var n uint64
-	err := t.SQL.QueryRowContext(context.Background(), "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_tokens").Scan(&n)
+	err := t.SQL.QueryRowContext(t.Context(), "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM fencing_tokens").Scan(&n)
 	return n, err
 }
 
@@ -698,7 +808,7 @@ func (t *pgTx) IntentsOf(keys []string) (map[string]int64, error) {
 func (t *pgTx) ForgetRequests(before time.Time) (int, error) {
 	n, err := t.Tx.ForgetRequests(before)
 	if err == nil {
-		_, err = t.SQL.ExecContext(context.Background(), "DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
+		_, err = t.SQL.ExecContext(t.Context(), "DELETE FROM commits WHERE at < $1", sqltx.Nanos(before))
 	}
 	return n, err
 }
@@ -710,7 +820,7 @@ func (t *pgTx) AdvanceTokens(n uint64) error {
 	if err != nil || n <= last {
 		return err
 	}
-	_, err = t.SQL.ExecContext(context.Background(), "SELECT setval('fencing_tokens', $1)", int64(n))
+	_, err = t.SQL.ExecContext(t.Context(), "SELECT setval('fencing_tokens', $1)", int64(n))
 	return err
 }
 

@@ -25,7 +25,10 @@ type Tx struct {
 	// error. (A *sql.Tx ends with its own context; the SQLite backend's transactions
 	// have none.) Statements do not run under it otherwise: the SQLite driver starts a
 	// goroutine for each statement run under a context that can end.
-	Ctx     context.Context
+	Ctx context.Context
+	// Bounded runs every statement under Ctx, so that one still running when Ctx ends
+	// is cancelled (PostgreSQL, whose transactions run on a connection of their own).
+	Bounded bool
 	At      time.Time // the transaction's time on the store's one clock
 	Dialect *Dialect
 	// DeferEvents keeps appended events and writes them all in one statement at Flush,
@@ -172,11 +175,14 @@ func (t *Tx) flushWrites() error {
 // ctx is the context statements run under: Ctx once it is done (so they fail at
 // once), else one that never ends.
 func (t *Tx) ctx() context.Context {
-	if t.Ctx != nil && t.Ctx.Err() != nil {
+	if t.Ctx != nil && (t.Bounded || t.Ctx.Err() != nil) {
 		return t.Ctx
 	}
 	return context.Background()
 }
+
+// Context is what a backend's own statements in the transaction run under.
+func (t *Tx) Context() context.Context { return t.ctx() }
 
 // Now implements store.Tx.
 func (t *Tx) Now() time.Time { return t.At }
@@ -493,11 +499,22 @@ func (t *Tx) Append(e store.Event) error {
 // row (write never puts two writes of one row in a statement; foreign keys are checked
 // once the statement ends).
 func (t *Tx) Flush() error {
+	q, args, err := t.Deferred()
+	if err != nil || q == "" {
+		return err
+	}
+	_, err = t.run(q, args...) // binding again changes nothing: no ? is left
+	return err
+}
+
+// Deferred takes the deferred writes and events as one statement (its placeholders
+// bound for the dialect), for the backend to send: "" when there are none. A backend
+// that sends it with its COMMIT, in one round trip, saves one.
+func (t *Tx) Deferred() (q string, args []any, err error) {
 	if len(t.pending) == 0 && len(t.writes) == 0 {
-		return nil
+		return "", nil, nil
 	}
 	parts := make([]string, 0, len(t.writes)+1)
-	var args []any
 	for _, w := range t.writes {
 		parts, args = append(parts, w.q), append(args, w.args...)
 	}
@@ -507,7 +524,7 @@ func (t *Tx) Flush() error {
 		for i, e := range t.pending {
 			detail, err := json.Marshal(e.Detail)
 			if err != nil {
-				return err
+				return "", nil, err
 			}
 			if e.Detail == nil {
 				detail = []byte("{}")
@@ -521,8 +538,7 @@ func (t *Tx) Flush() error {
 		parts = append(parts, q.String())
 	}
 	t.pending, t.writes = t.pending[:0], t.writes[:0]
-	_, err := t.run(combined(parts), args...)
-	return err
+	return t.Dialect.bind(combined(parts)), args, nil
 }
 
 // combined is one statement of several: all but the last in its WITH clause.

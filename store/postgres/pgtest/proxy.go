@@ -162,6 +162,7 @@ func (p *Proxy) pipe(client net.Conn) {
 	// GSSENCRequest, the StartupMessage); after them each message is a type byte and a
 	// length.
 	r := client
+	var commits commitStatements
 	for startup := true; ; {
 		var msg []byte
 		if startup {
@@ -194,7 +195,7 @@ func (p *Proxy) pipe(client net.Conn) {
 			if _, err := io.ReadFull(r, msg[5:]); err != nil {
 				return
 			}
-			if isCommit(msg) {
+			if commits.sends(msg) {
 				switch f, stalled := p.take(); f {
 				case DropBeforeCommit:
 					return
@@ -212,23 +213,54 @@ func (p *Proxy) pipe(client net.Conn) {
 	}
 }
 
-// isCommit says whether a frontend message sends COMMIT: a simple Query, or the Parse of
-// the extended protocol.
-func isCommit(msg []byte) bool {
-	var text []byte
+// commitStatements knows the statements one client prepared as COMMIT, by name.
+type commitStatements map[string]bool
+
+// sends says whether a frontend message sends COMMIT for the server to run: a simple
+// Query; the Parse of an unnamed statement (run by the Bind and Execute after it); or
+// the Bind of a statement prepared as COMMIT under a name (a named Parse only
+// prepares it, and is remembered).
+func (c *commitStatements) sends(msg []byte) bool {
+	body := msg[5:]
 	switch msg[0] {
 	case 'Q':
-		text = msg[5:]
+		return isCommit(body)
 	case 'P':
-		rest := msg[5:]
-		i := bytes.IndexByte(rest, 0) // the statement's name
-		if i < 0 {
+		name, text, ok := cutString(body)
+		if !ok || !isCommit(text) {
 			return false
 		}
-		text = rest[i+1:]
-	default:
-		return false
+		if name == "" {
+			return true
+		}
+		if *c == nil {
+			*c = commitStatements{}
+		}
+		(*c)[name] = true
+	case 'B':
+		if _, rest, ok := cutString(body); ok { // the portal
+			if name, _, ok := cutString(rest); ok {
+				return (*c)[name]
+			}
+		}
 	}
-	text = bytes.TrimRight(bytes.TrimSpace(bytes.TrimRight(text, "\x00")), ";")
+	return false
+}
+
+// cutString splits a message's NUL-terminated string from what follows it.
+func cutString(b []byte) (string, []byte, bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", nil, false
+	}
+	return string(b[:i]), b[i+1:], true
+}
+
+// isCommit says whether a statement's text (and what follows it in its message) is COMMIT.
+func isCommit(text []byte) bool {
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	text = bytes.TrimRight(bytes.TrimSpace(text), ";")
 	return bytes.EqualFold(bytes.TrimSpace(text), []byte("commit"))
 }
