@@ -96,6 +96,10 @@ type Options struct {
 	// database's. Only a test's control sets it: workstations whose clocks disagree then
 	// no longer fence each other.
 	LeasesOnClock bool
+	// LongLived says the Client stays open for many calls (a service, an MCP server, an
+	// agent's process): a shared store then prepares its statements once per connection
+	// and keeps their plans. A command that makes a few calls and exits leaves it false.
+	LongLived bool
 	// Hook receives progress and warnings. It is called from a goroutine of the
 	// Client's, through a buffer: a slow hook loses events and never delays a delivery.
 	Hook Hook
@@ -190,7 +194,7 @@ func Init(ctx context.Context, location string, req InitRequest, opt Options) (I
 func (c *Client) StoreID(ctx context.Context) (string, error) { return c.store.StoreID(ctx) }
 
 func registryOptions(opt Options) registry.Options {
-	return registry.Options{LockTimeout: opt.LockTimeout, Clock: opt.Clock, LeasesOnClock: opt.LeasesOnClock}
+	return registry.Options{LockTimeout: opt.LockTimeout, Clock: opt.Clock, LeasesOnClock: opt.LeasesOnClock, LongLived: opt.LongLived}
 }
 
 // SharedStore says whether a location names a store that several workstations share

@@ -90,6 +90,7 @@ type environment struct {
 	logFormat    string
 	lockTimeout  time.Duration
 	profileDirs  []string // where profiles are looked up, when not the user's folder (serve)
+	longLived    bool     // the store stays open for many requests (serve, mcp)
 
 	log zerolog.Logger
 	// printed is set once a command printed its JSON object, so errors after it do not
@@ -349,7 +350,7 @@ func (env *environment) options() sendonce.Options {
 	if loc, _ := env.storeLocation(); state == "" && sendonce.SharedStore(loc) {
 		state = env.stateDir("") // a shared store has no folder here: the user's state folder
 	}
-	o := sendonce.Options{ProfileDirs: env.profiles().Dirs, LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent}
+	o := sendonce.Options{ProfileDirs: env.profiles().Dirs, LockTimeout: env.lockTimeout, EvidenceRoot: env.evidenceDir, StateDir: state, Getenv: env.getenv, Hook: env.logEvent, LongLived: env.longLived}
 	env.testClock(&o)
 	return o
 }

@@ -83,6 +83,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	if *serviceAddr != "" {
 		return env.mcpForService(ctx, *serviceAddr, *serviceToken, allow, *gateTools, *httpAddr, token)
 	}
+	env.longLived = true
 	c, err := env.open(ctx)
 	if err != nil {
 		return err

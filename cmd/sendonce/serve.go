@@ -57,6 +57,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if *maxBody == 0 {
 		*maxBody = profile.UploadLimitBytes/3*4 + 64<<10 // base64 of the largest upload, and the JSON around it
 	}
+	env.longLived = true
 	c, err := env.open(ctx)
 	if err != nil {
 		return err

@@ -20,7 +20,8 @@ import (
 )
 
 // BenchmarkClaims: durable claims of distinct new keys by 1, 8, 32 and 64 concurrent
-// clients (each with its own connection pool, as workstations are), reporting claims
+// clients (each with its own connection pool and prepared statements, as workstations'
+// long-lived services are), reporting claims
 // per second, the p99 and the serialization failures retried a claim: on an empty store, and on one that already holds 200,000 keys
 // (a fleet's store after a while; its keys index then has thousands of pages, so two
 // claims of distinct keys rarely read the same one). scripts/bench-postgres runs pgbench
@@ -45,7 +46,7 @@ func benchClaims(b *testing.B, held, clients int) {
 	stores := make([]*store.Store, clients)
 	prof := &statementProfile{by: map[string]*statementTime{}} // counts the serialization failures
 	for i := range stores {
-		be, err := Open(ctx, u, Options{tracer: prof})
+		be, err := Open(ctx, u, Options{tracer: prof, PrepareStatements: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -124,7 +125,7 @@ func BenchmarkClaimProfile(b *testing.B) {
 	u := initializedDatabase(b)
 	ctx := context.Background()
 	prof := &statementProfile{by: map[string]*statementTime{}}
-	be, err := Open(ctx, u, Options{tracer: prof})
+	be, err := Open(ctx, u, Options{tracer: prof, PrepareStatements: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,6 +45,13 @@ type Options struct {
 	// database: past it the store fails closed. Default 10s.
 	LockTimeout time.Duration
 
+	// PrepareStatements prepares each statement on first use on a connection and keeps
+	// its plan: for a long-lived process (a service), whose statements run many times.
+	// Without it each statement is sent unprepared, in one round trip where preparing
+	// costs two the first time: for a short-lived one (a command). A store URL that
+	// names default_query_exec_mode decides instead.
+	PrepareStatements bool
+
 	// WorkstationClock, when set, replaces the database's clock with this workstation's:
 	// only the clock-skew test's control sets it (through a test build), to show that
 	// workstations whose clocks disagree then stop fencing each other.
@@ -126,12 +133,16 @@ func open(raw string, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, gate.Invalidf("store URL %s: %v", Redacted(raw), err)
 	}
-	// Statements are prepared once per connection and their plans kept (pgx's statement
-	// cache), unless the URL names another default_query_exec_mode: a pooler in
-	// transaction mode that does not track prepared statements (PgBouncer before 1.21,
-	// or without max_prepared_statements) needs "exec" there, and says so (pooledAway).
+	// A long-lived process prepares each statement once per connection and keeps its
+	// plan (pgx's statement cache); a short-lived one sends each unprepared. The URL's
+	// default_query_exec_mode, when named, decides: a pooler in transaction mode that
+	// does not keep prepared statements (PgBouncer before 1.21, or without
+	// max_prepared_statements) needs "exec" there, and the error says so (explainPooler).
 	if _, named := u.Query()["default_query_exec_mode"]; !named {
-		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+		if opt.PrepareStatements {
+			cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+		}
 	}
 	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > opt.LockTimeout {
 		cfg.ConnectTimeout = opt.LockTimeout

@@ -43,7 +43,7 @@ func initializedDatabase(t testing.TB) string {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c *storetest.Clock) store.Backend {
-		b, err := Create(context.Background(), newDatabase(t), Options{LockTimeout: 5 * time.Second, clock: func(time.Time) time.Time { return c.Now() }})
+		b, err := Create(context.Background(), newDatabase(t), Options{LockTimeout: 5 * time.Second, PrepareStatements: true, clock: func(time.Time) time.Time { return c.Now() }})
 		if err != nil {
 			t.Fatal(err)
 		}

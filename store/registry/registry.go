@@ -43,6 +43,9 @@ type Options struct {
 	// between workstations whose clocks disagree).
 	Clock         func() time.Time
 	LeasesOnClock bool
+	// LongLived says the store stays open for many transactions (a service): a shared
+	// store then prepares its statements and keeps their plans.
+	LongLived bool
 }
 
 func (o Options) sqlite() sqlite.Options {
@@ -50,7 +53,7 @@ func (o Options) sqlite() sqlite.Options {
 }
 
 func (o Options) postgres() postgres.Options {
-	p := postgres.Options{LockTimeout: o.LockTimeout}
+	p := postgres.Options{LockTimeout: o.LockTimeout, PrepareStatements: o.LongLived}
 	if o.LeasesOnClock && o.Clock != nil {
 		p.WorkstationClock = o.Clock
 	}
