@@ -29,7 +29,7 @@ func (env *environment) applyStatement(ctx context.Context, name string, args []
 	signed := fs.String("signed", "", "the statement `FILE` an existing authorizer signed ('authorizer statement' makes one)")
 	bare := fs.String("public-key", "", "refused: a bare key is not enough (see --signed)")
 	fs.String("name", "", "refused: a bare name is not enough (see --signed)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *signed == "" || *bare != "" {
@@ -55,7 +55,7 @@ func (env *environment) applyStatement(ctx context.Context, name string, args []
 func cmdAuthorizerKeygen(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("authorizer keygen", "--out FILE")
 	out := fs.String("out", "", "where to write the private key `FILE` (created, mode 0600)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -103,7 +103,7 @@ func cmdAuthorizerSign(ctx context.Context, env *environment, args []string) err
 	sf.register(fs)
 	keyFlag := fs.String("key", "", "the consumed intent's `KEY`")
 	revision := fs.Int("revision", 0, "the revision this opens: the intent's current revision + 1 ('sendonce status' shows it)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *keyFlag == "" || *revision < 1 {
@@ -128,7 +128,7 @@ func cmdAuthorizerStatement(ctx context.Context, env *environment, args []string
 	action := fs.String("action", "", "add or revoke")
 	target := fs.String("for", "", "the authorizer `NAME` to add or revoke")
 	pubFlag := fs.String("public-key", "", "with add: the new authorizer's ed25519 public key, base64")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	req := sendonce.StatementRequest{StoreID: sf.storeID, Action: *action, Name: *target, Signer: sf.name, ExpiresAt: time.Now().Add(sf.expires), Out: sf.out}

@@ -136,16 +136,22 @@ func commands() []command {
 		{"token create", "make a bearer token for an agent of the service (shown once)", cmdTokenCreate},
 		{"token revoke", "revoke an agent's token", cmdTokenRevoke},
 		{"token list", "list the service's agents", cmdTokenList},
+		{"help", "list the commands, or show one's usage and an example (help COMMAND)", cmdHelp},
+		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
 	}...)
 }
 
 func usageText() string {
 	var b strings.Builder
 	b.WriteString("usage: sendonce [--store PATH] [--json] [--log console|json] COMMAND [flags]\n\ncommands:\n")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-18s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted, 10 evidence not\nauthenticated; 130 interrupted before anything was claimed. 'sendonce COMMAND -h' shows a command's flags.\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.name, c.summary)
+	}
+	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted, 10 evidence not\nauthenticated; 130 interrupted before anything was claimed.\n'sendonce help COMMAND' (or 'sendonce COMMAND -h') shows a command's usage, flags and an example.\n")
 	return b.String()
 }
 
@@ -155,6 +161,9 @@ func run(ctx context.Context, args []string, env *environment) int {
 	env.storePath = env.getenv("SENDONCE_STORE")
 	env.stateDirFlag = env.getenv("SENDONCE_STATE_DIR")
 	rest, err := parseGlobal(env, args)
+	if errors.Is(err, flag.ErrHelp) { // sendonce --help
+		fmt.Fprint(env.stdout, usageText())
+	}
 	if err == nil {
 		err = dispatch(ctx, env, rest)
 	}
@@ -170,10 +179,6 @@ func run(ctx context.Context, args []string, env *environment) int {
 
 func dispatch(ctx context.Context, env *environment, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(env.stderr, usageText())
-		return usagef("no command given")
-	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(env.stdout, usageText())
 		return nil
 	}
@@ -181,7 +186,7 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 		env.setupLog()
 		return c.run(ctx, env, rest)
 	}
-	return usagef("unknown command %q: run 'sendonce help'", strings.Join(args[:min(2, len(args))], " "))
+	return unknownCommand(args)
 }
 
 // lookup finds the command args name (the global flags before it already read), and
@@ -202,6 +207,9 @@ func parseGlobal(env *environment, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	env.globalFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
 		return nil, usagef("%v", err)
 	}
 	return fs.Args(), nil
@@ -216,26 +224,40 @@ func (env *environment) globalFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&env.lockTimeout, "lock-timeout", env.lockTimeout, "how long to wait for another process's transaction before failing closed")
 }
 
-// flags makes a command's flag set with the global flags registered.
+// flags makes a command's flag set with the global flags registered. Its usage (asked
+// for with -h, or by `sendonce help NAME`) goes to stdout: the command's line, what it
+// does, an example and the flags.
 func (env *environment) flags(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	env.globalFlags(fs)
-	fs.SetOutput(env.stderr)
+	fs.SetOutput(env.stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "usage: sendonce %s %s\n\nflags:\n", name, usage)
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: sendonce %s %s\n", name, usage)
+		for _, c := range commands() {
+			if c.name == name {
+				fmt.Fprintf(w, "\n%s\n", c.summary)
+			}
+		}
+		if ex := examples()[name]; ex != "" {
+			fmt.Fprintf(w, "\nexample:\n  %s\n", ex)
+		}
+		fmt.Fprintf(w, "\nflags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
 // parse parses a command's flags, which may come before or after its positional
-// arguments ("show KEY --json"), and checks the number of positionals.
-func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+// arguments ("show KEY --json"), and checks the number of positionals. With -h it
+// prints the usage once and returns flag.ErrHelp (exit 0).
+func (env *environment) parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 	var pos []string
+	out := fs.Output()
 	for {
-		fs.SetOutput(io.Discard)
+		fs.SetOutput(io.Discard) // the flag package's own usage on an error
 		err := fs.Parse(args)
-		fs.SetOutput(nil)
+		fs.SetOutput(out)
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()
 			return nil, err

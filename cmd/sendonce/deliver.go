@@ -95,7 +95,7 @@ func (f *deliverFlags) request(env *environment) (sendonce.DeliveryRequest, erro
 func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	var f deliverFlags
 	fs := f.register(env, "deliver")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
@@ -141,7 +141,7 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 	fs := f.register(env, "record")
 	fixture := fs.String("fixture", "", "the fixture `DIR` to write (must not exist)")
 	name := fs.String("name", "", "the fixture's name")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *fixture == "" {

@@ -23,7 +23,7 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.Staging, "staging", "", "the staging folder deliver would use (default as deliver's)")
 	fs.StringVar(&req.ProviderConfig, "provider-config", "", "the provider account `FILE` to log in with (or SENDONCE_XMPP_*)")
 	fs.StringVar(&req.OCRLanguages, "ocr-lang", "", "the OCR `LANGUAGES` deliver would read in (default $SENDONCE_OCR_LANGS, else the profile's, else eng)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	switch {

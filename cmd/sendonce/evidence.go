@@ -15,7 +15,7 @@ func cmdEvidenceVerify(ctx context.Context, env *environment, args []string) err
 	fs := env.flags("evidence verify", "BUNDLE [--store PATH] [--public-key BASE64] [--allow-unauthenticated]")
 	pubKey := fs.String("public-key", "", "also require the seal to be signed by this ed25519 key (base64)")
 	allow := fs.Bool("allow-unauthenticated", false, "accept a bundle that is consistent but that nothing outside it vouches for (exit 0, authenticated: false)")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func writeBundle(path, out string, flag int, write func(*sendonce.Bundle, io.Wri
 func cmdEvidenceReport(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("evidence report", "BUNDLE -o report.html")
 	out := fs.String("o", "", "the HTML `FILE` to write")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func cmdEvidenceReport(ctx context.Context, env *environment, args []string) err
 func cmdEvidenceExport(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("evidence export", "BUNDLE -o FILE.tar.gz")
 	out := fs.String("o", "", "the archive `FILE` to write")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func cmdEvidenceExport(ctx context.Context, env *environment, args []string) err
 
 func cmdClassify(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("classify", "TRANSCRIPT (a bundle folder, its steps.jsonl, or an exported .tar.gz)")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}

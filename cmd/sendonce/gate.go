@@ -34,7 +34,7 @@ func cmdClaim(ctx context.Context, env *environment, args []string) error {
 	dest.register(fs)
 	task := fs.String("task", "", "the claiming task's `ID` (required)")
 	lease := fs.Duration("lease", sendonce.DefaultLease, "how long the grant holds before another task may take over")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *task == "" {
@@ -100,7 +100,7 @@ func cmdCheck(ctx context.Context, env *environment, args []string) error {
 	var pf permitFlags
 	pf.register(fs)
 	boundary := fs.String("boundary", "", "the `BOUNDARY` about to be passed")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	b, err := boundaryFlag(*boundary)
@@ -116,7 +116,7 @@ func cmdCross(ctx context.Context, env *environment, args []string) error {
 	pf.register(fs)
 	boundary := fs.String("boundary", "", "the `BOUNDARY` about to be crossed: choose_file or send")
 	chainHead := fs.String("chain-head", "", "the evidence bundle's chain head at this moment")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	b, err := boundaryFlag(*boundary)
@@ -137,7 +137,7 @@ func cmdRenew(ctx context.Context, env *environment, args []string) error {
 	var pf permitFlags
 	pf.register(fs)
 	lease := fs.Duration("lease", sendonce.DefaultLease, "the new lease, from now")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *lease <= 0 {
@@ -153,7 +153,7 @@ func cmdRecord(ctx context.Context, env *environment, args []string) error {
 	outcome := fs.String("outcome", "", "not_sent, sent_verified, sent_rejected or send_status_unknown")
 	evidence := fs.String("evidence", "", "the attempt's evidence bundle `DIR`")
 	chainHead := fs.String("chain-head", "", "the bundle's chain head when the outcome was decided")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	o := gate.Outcome(*outcome) // checked by the library
@@ -167,7 +167,7 @@ func cmdAuthorize(ctx context.Context, env *environment, args []string) error {
 	keyFlag := fs.String("key", "", "the consumed intent's `KEY`")
 	reason := fs.String("reason", "", "why this redelivery is wanted (recorded)")
 	signed := fs.String("signed", "", "the signed authorization `FILE` ('sendonce authorizer sign' makes one)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	req := sendonce.AuthorizeRequest{Key: *keyFlag, Reason: *reason}
@@ -200,7 +200,7 @@ func cmdResolve(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.SHA256, "sha256", "", "the SHA-256 of the bytes the provider holds")
 	fs.StringVar(&req.Recipient, "recipient", "", "who the provider delivered it to, `NS:ID`")
 	fs.StringVar(&req.Link, "link", "", "where the provider holds the bytes")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	c, err := env.open(ctx)

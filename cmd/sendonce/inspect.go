@@ -21,7 +21,7 @@ func cmdInspect(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.Display, "display", "", "the X display whose session's accessibility bus to read (default $DISPLAY)")
 	fs.StringVar(&req.Bus, "bus", "", "the accessibility bus's `ADDRESS` (default: the display's, its root window's AT_SPI_BUS; or $SENDONCE_A11Y_BUS)")
 	fs.DurationVar(&req.Limits.Time, "timeout", 10*time.Second, "give up on an app that does not answer after this long")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	req.PID = uint32(pid)

@@ -67,7 +67,7 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 	gateTools := fs.Bool("gate-tools", false, "also offer claim, check, cross, renew and record, for agents that drive an app themselves")
 	fs.Var(&allow, "allow-dir", "a `DIR` whose files may be delivered, besides the client's roots (repeatable)")
 	f.register(fs, env, "the provider account `FILE` for lookups after a send and for reconcile")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	var token string

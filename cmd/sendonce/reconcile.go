@@ -13,7 +13,7 @@ func cmdReconcile(ctx context.Context, env *environment, args []string) error {
 	fs.StringVar(&req.ProviderConfig, "provider-config", "", "the provider account `FILE` (JSON: jid, password, addr); or SENDONCE_XMPP_JID/PASSWORD/ADDR")
 	fs.StringVar(&env.evidenceDir, "evidence-dir", "", "where deliver kept evidence bundles, for attempts that died before recording theirs (default: next to the store)")
 	fs.StringVar(&req.Staging, "staging", env.getenv("SENDONCE_STAGING"), "the staging folder deliver used: snapshots of resolved attempts are removed (default as deliver's)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if req.Staging == "" {

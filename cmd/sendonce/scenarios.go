@@ -49,7 +49,7 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("scenarios run", "[--only NAME] [--testdata DIR]")
 	only := fs.String("only", "", "run only the scenario with this `NAME`")
 	testdata := fs.String("testdata", "testdata", "the repository's testdata `DIR` (fixtures and transcripts)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	td, err := filepath.Abs(*testdata)
@@ -83,7 +83,7 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 	lease := fs.Duration("lease", time.Second, "the lease")
 	unsafe := fs.Bool("unsafe", false, "send without asking the gate (only to show that the checker catches duplicates)")
 	workstation := fs.String("workstation", "", "the workstation `ID` the claim records")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	k, err := gate.ParseKey(*keyFlag)
@@ -108,7 +108,7 @@ func cmdScenarioHistory(ctx context.Context, env *environment, args []string) er
 	fs.BoolVar(&cfg.Unsafe, "unsafe", false, "a control run: workers skip the gate, and the checker must report duplicates")
 	fs.IntVar(&cfg.Workstations, "workstations", 0, "split the workers across this many workstation ids")
 	fs.StringVar(&cfg.Store, "run-store", "", "a fresh empty store to run on (a PostgreSQL database's `URL`; a SQLite file in a temporary folder when empty)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	rep, err := scenarios.RunHistory(ctx, cfg, "")

@@ -36,7 +36,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	deliveryWait := fs.Duration("delivery-wait", 30*time.Second, "the longest a deliver request waits before it answers 202 with a Location to poll")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "on SIGTERM, how long to wait for running deliveries to record their outcomes")
 	f.register(fs, env, "the provider account `FILE`: the service checks sent_verified with it, and reconciles")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -283,7 +283,7 @@ func (env *environment) tokenCommand(ctx context.Context, name string, args []st
 	}
 	fs := env.flags(name, usage)
 	tokens := fs.String("tokens", "", "the token `FILE` (default STATE/tokens.json, as serve uses it)")
-	rest, err := parse(fs, args, positional)
+	rest, err := env.parse(fs, args, positional)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ func cmdInit(ctx context.Context, env *environment, args []string) error {
 	var req sendonce.InitRequest
 	fs.BoolVar(&req.Upgrade, "upgrade", false, "migrate an existing store on an older schema (the only command that does)")
 	first := fs.String("authorizer", "", "name the first authorizer, `NAME=PUBLIC_KEY` (base64; refused once the store has one)")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *first != "" {
@@ -39,7 +39,7 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 	keyFlag := fs.String("key", "", "a `KEY` printed by a claim")
 	var dest destination
 	dest.register(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	req := sendonce.StatusRequest{Key: *keyFlag}
@@ -49,7 +49,7 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 
 func cmdShow(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("show", "KEY")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func cmdStoreCopy(ctx context.Context, env *environment, args []string) error {
 	var req sendonce.CopyRequest
 	fs.Var((*repeated)(&req.From), "from", "a workstation's SQLite store `FILE` to move (again for each file)")
 	fs.StringVar(&req.To, "to", "", "the shared store to move it into, a postgres:// `URL` (made with 'sendonce init --store URL')")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	opt := env.options()
@@ -39,7 +39,7 @@ func cmdStoreCopy(ctx context.Context, env *environment, args []string) error {
 
 func cmdProfileCheck(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("profile check", "FILE")
-	pos, err := parse(fs, args, 1)
+	pos, err := env.parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func cmdProfileCheck(ctx context.Context, env *environment, args []string) error
 
 func cmdProfileList(ctx context.Context, env *environment, args []string) error {
 	fs := env.flags("profile list", "")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
 	env.print(sendonce.ListProfiles(env.profiles().Dirs))
