@@ -369,7 +369,7 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 	}
 	if req.Display == "" {
 		closeFile()
-		return in, fieldError("display", errors.New("is required"))
+		return in, fieldError("display", errors.New("is required: no X display was given (DISPLAY, --display), and a delivery drives an app on one; the gate, status and evidence work without one"))
 	}
 	if in.staging, err = openStaging(req.Staging); err != nil {
 		closeFile()

@@ -121,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 		deliveries: map[string]*delivery{}, one: make(chan struct{}, 1)}
 	s.metrics.init()
 	s.route("GET /v1/openapi.json", s.getOpenAPI)
-	s.route("GET /v1/healthz", s.getHealth)
+	s.mux.HandleFunc("GET /v1/healthz", s.health)
 	s.route("GET /v1/metrics", s.getMetrics)
 	s.route("GET /v1/status", s.getStatus(false))
 	s.route("GET /v1/show", s.getStatus(true))
@@ -223,7 +223,12 @@ func ok(body any) reply { return reply{status: http.StatusOK, body: body} }
 
 // route adds a GET endpoint: authenticated, guarded, logged.
 func (s *Server) route(pattern string, h func(*call) reply) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc(pattern, s.authenticated(h))
+}
+
+// authenticated serves h to a request with a known bearer token.
+func (s *Server) authenticated(h func(*call) reply) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		start := s.cfg.Now()
 		c, fail := s.admit(w, r)
 		if fail != nil {
@@ -233,7 +238,7 @@ func (s *Server) route(pattern string, h func(*call) reply) {
 		rep := h(c)
 		s.write(w, r, rep, nil)
 		s.logged(r, start, rep, c.agent, false)
-	})
+	}
 }
 
 func (s *Server) logged(r *http.Request, start time.Time, rep reply, agent string, replayed bool) {
@@ -303,18 +308,33 @@ func (s *Server) getOpenAPI(c *call) reply {
 	return reply{status: http.StatusOK, body: rawJSON(s.openapi)}
 }
 
-// Health is /v1/healthz's answer.
+// Health is /v1/healthz's answer. Without a token it holds the status only (liveness:
+// the process serves); with one, the store was asked (readiness) and is named.
 type Health struct {
 	Status   string `json:"status"` // ok
-	Store    string `json:"store"`
-	InFlight int    `json:"deliveries_in_flight"`
+	Store    string `json:"store,omitempty"`
+	InFlight *int   `json:"deliveries_in_flight,omitempty"`
+}
+
+// health answers liveness to anyone, and readiness to an agent with a token: a probe
+// needs no secret, and learns nothing but that the process serves.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if _, found := BearerToken(r.Header); found {
+		s.authenticated(s.getHealth)(w, r)
+		return
+	}
+	start := s.cfg.Now()
+	rep := ok(Health{Status: "ok"})
+	s.write(w, r, rep, nil)
+	s.logged(r, start, rep, "", false)
 }
 
 func (s *Server) getHealth(c *call) reply {
 	if _, err := s.cfg.Client.StoreID(c.r.Context()); err != nil {
 		return failure(fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err), nil)
 	}
-	return ok(Health{Status: "ok", Store: s.cfg.Client.Store(), InFlight: s.metrics.inFlight()})
+	inFlight := s.metrics.inFlight()
+	return ok(Health{Status: "ok", Store: s.cfg.Client.Store(), InFlight: &inFlight})
 }
 
 func (s *Server) getMetrics(c *call) reply {

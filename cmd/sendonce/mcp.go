@@ -114,12 +114,19 @@ func cmdMCP(ctx context.Context, env *environment, args []string) error {
 
 // displayAndStaging completes a delivery's display ($DISPLAY) and staging folder
 // ($SENDONCE_STAGING, else the state folder's staging/), as deliver and mcp take them.
+// A server (serve, mcp) starts without a display: it says so, its gate, status,
+// reconcile and evidence tools work, and each delivery is refused, before anything is
+// claimed, for want of one.
 func (env *environment) displayAndStaging(cmd, display, staging string) (string, string, error) {
+	server := cmd == "serve" || cmd == "mcp"
 	if display == "" {
 		display = env.getenv("DISPLAY")
 	}
-	if display == "" {
+	if display == "" && !server {
 		return "", "", usagef("%s: no display: set DISPLAY or give --display", cmd)
+	}
+	if display == "" {
+		fmt.Fprintf(env.stderr, "sendonce %s: no display (DISPLAY is not set, no --display): deliveries will be refused; the gate, status, reconcile and evidence tools work\n", cmd)
 	}
 	if staging == "" {
 		staging = env.getenv("SENDONCE_STAGING")

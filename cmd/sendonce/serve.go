@@ -214,6 +214,11 @@ func listenFor(addr string, tlsOn, insecure bool) (net.Listener, string, error) 
 		if !filepath.IsAbs(path) {
 			return nil, "", usagef("serve: --listen unix:%s: the socket's path must be absolute", path)
 		}
+		// The socket's folder is made when missing: private to the service's user, whose
+		// process makes it. One that exists is left as it is.
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, "", usagef("serve: cannot make the socket's folder: %v: give --listen unix:$XDG_RUNTIME_DIR/sendonce/sendonce.sock, or make the folder for the service's user (systemd: RuntimeDirectory=sendonce)", err)
+		}
 		if fi, err := os.Lstat(path); err == nil {
 			if fi.Mode()&os.ModeSocket == 0 {
 				return nil, "", usagef("serve: --listen %s exists and is not a socket", path)
