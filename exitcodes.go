@@ -9,7 +9,7 @@ import (
 )
 
 // Exit codes: the contract with every caller of the CLI, and the exit_code an HTTP
-// problem carries. Documented in the README; never renumbered.
+// problem carries. Documented in docs/gate.md ("Exit codes"); never renumbered.
 const (
 	ExitOK              = 0
 	ExitVerifyFailed    = 1  // evidence verify, report, export: the bundle cannot be trusted

@@ -30,7 +30,7 @@ import (
 //
 // What the signature cannot prove: an agent that runs as the same OS user can read the
 // key and seal a bundle of its own making. The signature is a barrier only when the
-// state folder belongs to another user (the trust model in the README).
+// state folder belongs to another user (docs/trust-model.md).
 
 // WorkstationKeyFile is the file in the state folder that holds the id and the key.
 const WorkstationKeyFile = "workstation.key"

@@ -34,7 +34,7 @@ func wantKind(t *testing.T, what string, r *Refusal, kind error) {
 	}
 }
 
-// TestContract walks every cell of the README's contract table: for each situation of
+// TestContract walks every cell of the contract table (docs/gate.md): for each situation of
 // an intent, a claim by task X, check/cross/renew by the holder's token and by another
 // token, and record by both.
 func TestContract(t *testing.T) {

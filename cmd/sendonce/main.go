@@ -1,6 +1,6 @@
 // Command sendonce delivers a file through a desktop chat app at most once, and leaves
 // proof. Its gate commands are a command-line contract any agent can call: see the
-// README for the contract table and the exit codes.
+// docs/gate.md for the contract table and the exit codes.
 package main
 
 import (

@@ -19,7 +19,7 @@ import (
 
 // cmdServe runs the gate as an HTTP service (package service): on a unix socket or
 // loopback by default, TLS for anything else. Run it as an OS user of its own: see the
-// README's "HTTP clients" section and contrib/sendonce.service.
+// docs/service.md and contrib/sendonce.service.
 func cmdServe(ctx context.Context, env *environment, args []string) error {
 	var f mcpFlags
 	fs := env.flags("serve", "[--listen unix:PATH|HOST:PORT] [--tls-cert FILE --tls-key FILE] [--tokens FILE] [--app gajim] [--display :0] [--staging DIR]")
