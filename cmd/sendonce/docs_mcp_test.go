@@ -150,4 +150,3 @@ func TestMCPHostSnippets(t *testing.T) {
 		t.Errorf("%d stdio and %d HTTP snippets run; the page shows at least two of each", stdio, overHTTP)
 	}
 }
-

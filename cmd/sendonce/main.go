@@ -1,5 +1,5 @@
 // Command sendonce delivers a file through a desktop chat app at most once, and leaves
-// proof. Its gate commands are a command-line contract any agent can call: see the
+// proof. Its gate commands are a command-line contract any agent can call: see
 // docs/gate.md for the contract table and the exit codes.
 package main
 
