@@ -19,10 +19,18 @@ import (
 // the token the database holds; a crossing whose fate cannot be learnt is refused (so
 // it is not acted on), and a claim that cannot be confirmed is never granted.
 func TestAmbiguousCommits(t *testing.T) {
+	// Unprepared, the proxy sees each COMMIT's text; prepared, only the first time a
+	// connection prepares it, and the Bind that runs it after.
+	for _, prepared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unprepared", true: "prepared"}[prepared], func(t *testing.T) { ambiguousCommits(t, prepared) })
+	}
+}
+
+func ambiguousCommits(t *testing.T, prepared bool) {
 	ctx := context.Background()
 	u := initializedDatabase(t)
 	proxy, through := pgtest.NewProxy(t, u)
-	b, err := Open(ctx, through, Options{LockTimeout: time.Second})
+	b, err := Open(ctx, through, Options{LockTimeout: time.Second, PrepareStatements: prepared})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -150,6 +151,7 @@ func open(raw string, opt Options) (*Backend, error) {
 	cfg.Tracer = opt.tracer
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(poolSize)
+	db.SetMaxIdleConns(poolSize) // kept open: a connection's prepared statements live with it
 	return &Backend{db: db, display: Redacted(raw), opt: opt}, nil
 }
 
@@ -427,11 +429,17 @@ func (b *Backend) Display() string { return b.display }
 // Close closes the connections.
 func (b *Backend) Close() error { return b.db.Close() }
 
-// retryable says whether a transaction failed only because another one won a race:
-// a serialization failure or a deadlock. It is then run again from the start.
+// retryable says whether a transaction failed only because another one won a race (a
+// serialization failure or a deadlock) or met a statement prepared before the schema
+// changed. It is then run again from the start.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	if !errors.As(err, &pe) {
+		return false
+	}
+	// 0A000 "cached plan must not change result type": a statement prepared before the
+	// schema changed under it; pgx has forgotten it, and the next try prepares it again.
+	return pe.Code == "40001" || pe.Code == "40P01" || (pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan"))
 }
 
 // lostBeforeCommit says whether err is a lost or closed connection found before the
@@ -500,7 +508,8 @@ func (b *Backend) retryRaces(ctx context.Context, fn func(store.Tx) error, readO
 // run runs fn in one transaction on a connection of its own, in three round trips for a
 // claim of a new key: BEGIN and the transaction's settings together; the statements fn
 // waits on; the deferred writes and COMMIT together (pipelined: pgx sends a batch's
-// statements at once and reads their answers in order).
+// statements at once and reads their answers in order). With prepared statements a
+// connection prepares each statement the first time it sends it, one round trip more.
 func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly bool) (err error) {
 	txCtx, cancel := context.WithTimeout(ctx, b.idleTimeout())
 	defer cancel()
@@ -537,7 +546,7 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 		batch.Queue(marker+`now(), set_config('search_path', 'sendonce', true), set_config('synchronous_commit', 'on', true),
 		set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`+map[bool]string{true: "", false: " FROM marker"}[readOnly],
 			args...).QueryRow(func(row pgx.Row) error { return row.Scan(&now, new(string), new(string), new(string), new(string)) })
-	})
+	}, nil)
 	if err != nil {
 		if lostBeforeCommit(err) {
 			return &notCommitted{err: err, atBegin: true}
@@ -565,21 +574,28 @@ func (b *Backend) run(ctx context.Context, fn func(store.Tx) error, readOnly boo
 		}
 		return err
 	}
+	var inTx bool
 	err = pipeline(txCtx, conn, func(batch *pgx.Batch) {
 		if writes != "" {
 			batch.Queue(writes, writeArgs...)
 		}
-		batch.Queue("COMMIT")
-	})
-	if err == nil {
+		batch.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+			if tag.String() != "COMMIT" {
+				return errCommitRolledBack
+			}
+			return nil
+		})
+	}, &inTx)
+	switch {
+	case err == nil:
 		ended = true
 		return nil
-	}
-	if pgconn.SafeToRetry(err) { // nothing was sent
-		return &notCommitted{err: err}
-	}
-	if readOnly || definite(err) {
+	case readOnly || definite(err):
 		return err
+	case pgconn.SafeToRetry(err), inTx:
+		// Nothing was sent, or the connection is still in the transaction: its COMMIT
+		// did not run (abandon rolls it back).
+		return &notCommitted{err: err}
 	}
 	// The COMMIT may have been sent and no answer came back: it may have landed or
 	// not. Ask.
@@ -609,15 +625,22 @@ func (b *Backend) beginStatement(readOnly bool) string {
 
 // pipeline sends the statements queue queues in one round trip, on the connection
 // under conn, and reads their answers in order: the first error stops it (the server
-// skips the statements after a failed one).
-func pipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch)) error {
+// skips the statements after a failed one). After an error, inTx (when given) says
+// whether the connection is open and still in a transaction (so a COMMIT among them
+// did not run).
+func pipeline(ctx context.Context, conn *sql.Conn, queue func(*pgx.Batch), inTx *bool) error {
 	return conn.Raw(func(driverConn any) error {
 		batch := &pgx.Batch{}
 		queue(batch)
 		pc := driverConn.(*stdlib.Conn).Conn()
 		err := pc.SendBatch(ctx, batch).Close()
-		if err != nil && pc.IsClosed() {
+		switch {
+		case err == nil:
+		case pc.IsClosed():
 			return fmt.Errorf("%w (%w)", err, driver.ErrBadConn) // database/sql drops the connection
+		case inTx != nil:
+			status := pc.PgConn().TxStatus()
+			*inTx = status == 'T' || status == 'E'
 		}
 		return err
 	})
@@ -645,12 +668,20 @@ func (b *Backend) explainPooler(err error) error {
 }
 
 // definite says whether the error of the last writes and COMMIT is the server's own
-// answer (it rolled the transaction back: a serialization failure, a constraint),
-// rather than a connection lost with the COMMIT in flight.
+// answer that it rolled the transaction back (an ERROR: a serialization failure, a
+// constraint; or COMMIT answered ROLLBACK), rather than a connection lost with the
+// COMMIT in flight or a FATAL or PANIC, after which a COMMIT may yet have landed.
 func definite(err error) bool {
+	if errors.Is(err, errCommitRolledBack) {
+		return true
+	}
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code != "57P01" && !strings.HasPrefix(pe.Code, "08")
+	return errors.As(err, &pe) && cmp.Or(pe.SeverityUnlocalized, pe.Severity) == "ERROR" && pe.Code != "57P01" && !strings.HasPrefix(pe.Code, "08")
 }
+
+// errCommitRolledBack is a COMMIT the server answered with ROLLBACK: the transaction
+// had failed, and nothing of it is kept.
+var errCommitRolledBack = errors.New("the server rolled the transaction back at COMMIT")
 
 // idleTimeout bounds a transaction: the server ends a session idle in one for longer
 // (so a transaction whose client went away cannot commit later), and the client gives
@@ -748,13 +779,16 @@ func (t *pgTx) NewIntent(at time.Time) (int64, error) {
 // takes the intent's first fencing token, in one statement, without reading the keys
 // first (store.NewKeysBinder): under SERIALIZABLE, a read of the keys' index locks the
 // page it reads, and every claim that writes into that page then conflicts with it, so
-// that concurrent claims of distinct new keys fail each other. The keys go in first,
-// and the intent only if all of them did. When none did (they are bound: the claim reads
-// them) nothing is written; when some did (an alias of a bound key), they are deleted
-// again, in a second statement, and the claim reads. Either way two sequence numbers
-// are skipped, which fencing allows. An insert that finds a key bound by a transaction
-// not yet committed waits for it (and, once it committed, fails with a serialization
-// failure: the claim runs again and finds the key bound).
+// that concurrent claims of distinct new keys fail each other. The keys go in first (in
+// order, so that two claims of the same keys never wait on each other crosswise), and
+// the intent, with its fencing token, only if all of them did. When none did (they are
+// bound: the claim reads them) nothing is written; when some did (an alias of a bound
+// key), they are deleted again, in a second statement, and the claim reads. Either way
+// an intent number is skipped, never a fencing token: a refused claim must not move the
+// counter a workstation checks for a rolled-back store (Claim's MinToken). An insert
+// that finds a key bound by a transaction not yet committed waits for it; once that
+// committed, it fails with a serialization failure under SERIALIZABLE (the claim runs
+// again and finds the key bound), and inserts nothing under READ COMMITTED.
 func (t *pgTx) BindNewKeys(keys []store.KeyRecord, at time.Time) (int64, error) {
 	if t.readKeysFirst {
 		return 0, nil
@@ -767,23 +801,25 @@ func (t *pgTx) BindNewKeys(keys []store.KeyRecord, at time.Time) (int64, error) 
 		names[i], versions[i], strengths[i] = k.Key, k.Version, string(k.Strength)
 	}
 	var id int64
-	var token uint64
+	var token sql.NullInt64
 	var inserted int
-	err := t.SQL.QueryRowContext(t.Context(), `WITH ids AS (SELECT nextval('intents_id_seq') AS id, nextval('fencing_tokens') AS token),
+	err := t.SQL.QueryRowContext(t.Context(), `WITH ids AS (SELECT nextval('intents_id_seq') AS id),
 		k AS (INSERT INTO keys (key, intent_id, version, strength, bound_at)
 			SELECT n.key, ids.id, n.version, n.strength, $1 FROM ids, unnest($2::text[], $3::text[], $4::text[]) AS n(key, version, strength)
+			ORDER BY n.key
 			ON CONFLICT (key) DO NOTHING RETURNING key),
-		i AS (INSERT INTO intents (id, created_at) SELECT id, $1 FROM ids WHERE (SELECT count(*) FROM k) = $5 RETURNING id)
-		SELECT ids.id, ids.token, (SELECT count(*) FROM k) FROM ids`,
+		i AS (INSERT INTO intents (id, created_at) SELECT id, $1 FROM ids WHERE (SELECT count(*) FROM k) = $5
+			RETURNING id, nextval('fencing_tokens') AS token)
+		SELECT ids.id, (SELECT token FROM i), (SELECT count(*) FROM k) FROM ids`,
 		sqltx.Nanos(at), names, versions, strengths, len(keys)).Scan(&id, &token, &inserted)
 	switch {
 	case err != nil:
 		return 0, err
-	case inserted == len(keys):
-		t.token = token
+	case inserted == len(keys) && token.Valid:
+		t.token = uint64(token.Int64)
 		return id, nil
 	case inserted > 0:
-		_, err = t.SQL.ExecContext(t.Context(), "DELETE FROM keys WHERE intent_id = $1", id)
+		_, err = t.SQL.ExecContext(t.Context(), "DELETE FROM keys WHERE key = ANY($1) AND intent_id = $2", names, id)
 	}
 	return 0, err
 }

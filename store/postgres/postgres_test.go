@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
@@ -432,4 +433,51 @@ func TestClaimRoundTrips(t *testing.T) {
 		t.Fatalf("a second claim of the key: %v; want a refusal", err)
 	}
 	t.Logf("a refused claim made %d round trips of %d statements", prof.roundTrips(), prof.statements)
+}
+
+// TestCommitAnsweredRollback: a transaction whose statement failed (its error dropped,
+// as a bug in the store's own code would) ends in a COMMIT the server answers with
+// ROLLBACK: Update fails, and nothing of it is kept.
+func TestCommitAnsweredRollback(t *testing.T) {
+	ctx := context.Background()
+	b, err := Open(ctx, initializedDatabase(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.Update(ctx, func(tx store.Tx) error {
+		pt := tx.(*pgTx)
+		pt.SQL.ExecContext(pt.Context(), "INSERT INTO authorizers (name, public_key, added_at) VALUES ('x', '\\x00', 0)")
+		pt.SQL.ExecContext(pt.Context(), "SELECT 1/0") // its error dropped: the transaction is aborted
+		return nil
+	})
+	if !errors.Is(err, errCommitRolledBack) {
+		t.Fatalf("Update after a failed statement: %v; want the COMMIT's ROLLBACK reported", err)
+	}
+	var n int
+	if err := b.View(ctx, func(tx store.Tx) error { var err error; n, err = tx.AuthorizerCount(); return err }); err != nil || n != 0 {
+		t.Fatalf("%d authorizers, %v; want none kept", n, err)
+	}
+}
+
+// TestDefiniteErrors: only an ERROR the server answered, or a COMMIT answered with
+// ROLLBACK, says the transaction did not land; a FATAL or PANIC (after which a COMMIT
+// written to the log may yet land) and a lost connection do not.
+func TestDefiniteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Severity: "ERROR", Code: "40001"}, true},
+		{&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "23505"}, true},
+		{errCommitRolledBack, true},
+		{&pgconn.PgError{Severity: "PANIC", SeverityUnlocalized: "PANIC", Code: "58030"}, false},
+		{&pgconn.PgError{Severity: "FATAL", Code: "57P01"}, false},
+		{&pgconn.PgError{Severity: "ERROR", Code: "08006"}, false},
+		{io.ErrUnexpectedEOF, false},
+	} {
+		if got := definite(tc.err); got != tc.want {
+			t.Errorf("definite(%v) = %v; want %v", tc.err, got, tc.want)
+		}
+	}
 }

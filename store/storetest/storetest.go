@@ -946,9 +946,16 @@ func testRolledBack(t *testing.T, s *store.Store, c *Clock) {
 	if err != nil || !res.Granted {
 		t.Fatalf("a claim at the remembered token: %v; want granted", err)
 	}
-	_, err = s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key(t, "Bob", "three")}, Task: "C", MinToken: res.Permit.Token() + 5})
+	// Claims refused for keys already bound (with a new alias beside them, too) take no
+	// token: however many there are, a store behind the workstation stays behind it.
+	for _, keys := range [][]gate.Key{{key(t, "Bob", "one"), key(t, "Bob", "two")}, {key(t, "Bob", "two"), key(t, "Bob", "alias of two")}, {key(t, "Bob", "one")}} {
+		if _, err := s.Claim(ctx, store.ClaimRequest{Keys: keys, Task: "D"}); !errors.Is(err, gate.ErrHeld) {
+			t.Fatalf("a claim of held keys %v: %v; want held", keys, err)
+		}
+	}
+	_, err = s.Claim(ctx, store.ClaimRequest{Keys: []gate.Key{key(t, "Bob", "three")}, Task: "C", MinToken: res.Permit.Token() + 1})
 	if !errors.Is(err, store.ErrRolledBack) || !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("a claim on a store behind the workstation: %v; want rolled back (fail closed)", err)
+		t.Fatalf("a claim on a store one token behind the workstation: %v; want rolled back (fail closed)", err)
 	}
 	wantStatus(t, s, gate.StatusFree, key(t, "Bob", "three"))
 }
