@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -76,8 +75,8 @@ func openStaging(dir string) (stagingArea, error) {
 	if err != nil {
 		return stagingArea{}, gate.Invalidf("staging folder %s: %v", dir, err)
 	}
-	st := fi.Sys().(*syscall.Stat_t)
-	return stagingArea{dir: real, gid: int(st.Gid), groupRead: fi.Mode().Perm()&0o040 != 0}, nil
+	_, gid, _ := files.OwnerIDs(fi)
+	return stagingArea{dir: real, gid: gid, groupRead: fi.Mode().Perm()&0o040 != 0}, nil
 }
 
 // pending is a snapshot written and hashed, not yet placed under its dispatch.

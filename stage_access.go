@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 
 	"github.com/sendonce/sendonce/driver"
+	"github.com/sendonce/sendonce/internal/files"
 )
 
 // The app opens the snapshot with its own rights: when it runs as another user (the
@@ -65,29 +65,26 @@ func (a stagingArea) readers() string {
 // folder with an access control list is not judged here (the list may let the app in:
 // `setfacl -m u:APPUSER:x ~`): the system decides when the app opens the file.
 func canSearch(path string, fi os.FileInfo, c driver.Credentials) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return true // no owner to check against: the system decides when the app opens it
-	}
-	if n, err := syscall.Getxattr(path, "system.posix_acl_access", nil); err == nil && n > 0 {
-		return true
+	uid, gid, ok := files.OwnerIDs(fi)
+	if !ok || files.HasAccessList(path) {
+		return true // the system decides when the app opens it
 	}
 	perm := fi.Mode().Perm()
 	switch {
-	case int(st.Uid) == c.UID:
+	case uid == c.UID:
 		return perm&0o100 != 0
-	case slices.Contains(c.Groups, int(st.Gid)):
+	case slices.Contains(c.Groups, gid):
 		return perm&0o010 != 0
 	}
 	return perm&0o001 != 0
 }
 
 func ownerOf(fi os.FileInfo) string {
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, gid, ok := files.OwnerIDs(fi)
 	if !ok {
 		return "owner unknown"
 	}
-	return userName(int(st.Uid)) + ":" + groupName(int(st.Gid))
+	return userName(uid) + ":" + groupName(gid)
 }
 
 func userName(uid int) string {

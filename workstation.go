@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
@@ -211,12 +210,12 @@ func (c *Client) noteToken(ctx context.Context, token uint64) error {
 	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
 		return fail(err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := files.OpenNoFollow(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fail(err)
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := files.LockExclusive(lock); err != nil {
 		return fail(err)
 	}
 	if old, err := c.tokenFloor(ctx); err != nil || old >= token {

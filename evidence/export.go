@@ -10,8 +10,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/files"
 )
 
 // Export writes the bundle in dir as a gzip-compressed tar archive to w, files in a
@@ -104,7 +105,7 @@ func Unpack(archive, dest string) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
 			return err
 		}
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
+		out, err := files.CreateExclusive(target, fileMode)
 		if err != nil {
 			return invalid("archive entry %s: %v", hdr.Name, err)
 		}
@@ -130,7 +131,7 @@ func Unpack(archive, dest string) (string, error) {
 // eachEntry reads the archive's entries in order (the file opened without following a
 // link), stopping at the first error fn returns.
 func eachEntry(archive string, fn func(*tar.Header, io.Reader) error) error {
-	f, err := os.OpenFile(archive, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := files.OpenNoFollow(archive, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/sendonce/sendonce/internal/files"
 )
 
 // Reading a bundle folder someone else may have prepared: every file is opened without
@@ -39,7 +40,7 @@ func readRegular(path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%d bytes, more than the %d a bundle file may hold", fi.Size(), max)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := files.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,14 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sendonce/sendonce/internal/clock"
+	"github.com/sendonce/sendonce/internal/files"
 	"image"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Clock gives the wall time and a monotonic reading; tests inject a fixed one.
@@ -116,7 +115,7 @@ func Create(dir string, m Manifest, clock Clock) (*Recorder, error) {
 	}
 	f, mb, err := startBundle(tmp, m)
 	if err == nil {
-		if err = renameNoReplace(tmp, dir); err != nil {
+		if err = files.RenameNoReplace(tmp, dir); err != nil {
 			f.Close()
 		}
 	}
@@ -165,22 +164,6 @@ func startBundle(dir string, m Manifest) (*os.File, []byte, error) {
 		return nil, nil, err
 	}
 	return f, mb, nil
-}
-
-// renameNoReplace renames the folder from to to, which must not exist. Where the
-// filesystem cannot refuse to replace (no RENAME_NOREPLACE), it is checked first.
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if _, err := os.Lstat(to); err == nil {
-			return fmt.Errorf("%s: %w", to, fs.ErrExist)
-		}
-		return os.Rename(from, to)
-	}
-	if errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("%s: %w", to, fs.ErrExist)
-	}
-	return err
 }
 
 // Dir is the bundle's directory.

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package scenarios is the suite that proves the delivery policy: each scenario is data
 // (scenarios.json) whose steps run as real sendonce processes against a fresh SQLite
 // store, with deliveries replayed from recorded fixtures, and whose expectations (exit

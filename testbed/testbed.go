@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package testbed reads and starts the local test bed (Xvfb, Prosody, Gajim) that the
 // scripts in this folder run, for the tests that need the real parts: testbed/up writes
 // $TESTBED_DIR/state.env, KEY=VALUE lines, READY=1 last.

@@ -1,6 +1,8 @@
 // Package files holds the file-system rules that keep other local users out: a folder
-// whose contents only its owner can change, and files created exclusively without
-// following links.
+// whose contents only its owner can change, files opened and created without following
+// links, and renames that never replace. Each rule has an implementation per OS with
+// the same guarantee: owners and mode bits on Unix (Linux, macOS), owners and access
+// control lists on Windows.
 package files
 
 import (
@@ -9,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // ErrUnsafe marks a folder or file another local user could change.
@@ -19,7 +20,8 @@ var ErrUnsafe = errors.New("unsafe path")
 // itself is owned by uid and not writable by group or others, and every folder above
 // it, up to /, is owned by uid or root and not writable by group or others, except a
 // sticky-bit folder such as /tmp (where others cannot rename or remove what is not
-// theirs). The path is checked as given, every link on it included (a link must be
+// theirs). On Windows uid is ignored: the owner is this process's user, and "root" and
+// "others" are read from the folders' access control lists (checkOwn). The path is checked as given, every link on it included (a link must be
 // uid's or root's: another user could point it elsewhere after the check), and as its
 // links resolve. It returns the resolved path: use that one from then on, so that
 // nothing is looked up again through a name. dir must exist.
@@ -58,41 +60,12 @@ func CheckPrivateDir(dir string, uid int) (string, error) {
 			if err := checkOwn(d, fi, uid, true); err != nil {
 				return "", err
 			}
-			if d == "/" {
+			if filepath.Dir(d) == d { // the root: / (C:\ on Windows)
 				break
 			}
 		}
 	}
 	return real, nil
-}
-
-// checkOwn checks one folder (or a link in the chain): its owner is uid (or root, for an
-// ancestor), and it is not writable by group or others (a sticky-bit ancestor is).
-func checkOwn(path string, fi fs.FileInfo, uid int, ancestor bool) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("%w: cannot read the owner of %s", ErrUnsafe, path)
-	}
-	owner := int(st.Uid)
-	switch {
-	case owner != uid && !(ancestor && owner == 0):
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d)%s", ErrUnsafe, path, owner, uid, map[bool]string{true: " or root", false: ""}[ancestor])
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil // a link's own mode means nothing; its folder is checked, and what it points to
-	case fi.Mode().Perm()&0o022 != 0 && !(ancestor && fi.Mode()&fs.ModeSticky != 0):
-		return fmt.Errorf("%w: %s is writable by %s (mode %04o): another user could change what is in it", ErrUnsafe, path, writers(fi.Mode()), fi.Mode().Perm())
-	}
-	return nil
-}
-
-func writers(m fs.FileMode) string {
-	switch {
-	case m&0o020 != 0 && m&0o002 != 0:
-		return "its group and everyone"
-	case m&0o020 != 0:
-		return "its group"
-	}
-	return "everyone"
 }
 
 // CheckPrivateFile says whether path is a regular file, not a link, owned by uid and
@@ -114,5 +87,5 @@ func CheckPrivateFile(path string, uid int) error {
 // CreateExclusive creates path for writing with mode perm: it fails if anything, a link
 // included, is already there.
 func CreateExclusive(path string, perm fs.FileMode) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	return OpenNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 }

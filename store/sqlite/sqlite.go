@@ -16,10 +16,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/internal/sqltx"
 
@@ -60,7 +60,7 @@ type Backend struct {
 // never adopted. Only 'sendonce init' calls it: every other command opens with Open, so
 // a typo in a path never silently makes a second store.
 func Create(ctx context.Context, path string, opt Options) (*Backend, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := files.CreateExclusive(path, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
