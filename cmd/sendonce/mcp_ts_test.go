@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,24 +76,41 @@ func toolAnswer(t *testing.T, out map[string]any, name string) (isError bool, te
 	return isError, text, pe
 }
 
-// TestTypeScriptClientContract: what an agent on the TypeScript SDK gets for what it can
-// get wrong, over stdio and streamable HTTP: a file outside the allowed folders is a
-// bad_input tool result (the server never asks a client without roots for them);
-// status and show never hash a file outside them, nor tell whether it exists; an
-// unknown, missing or mistyped argument is a bad_input tool result naming the field;
-// and no call leaves the client a stray message.
+// TestTypeScriptClientContract: what an agent on the TypeScript SDK gets, over stdio and
+// streamable HTTP: the tools listed; a file outside the allowed folders is a bad_input
+// tool result (the server never asks a client without roots for them); status and show
+// never hash a file outside them, nor tell whether it exists; an unknown, missing or
+// mistyped argument is a bad_input tool result naming the field; a delivery (replayed)
+// is this call's, and the same call again is refused with the recorded outcome; and no
+// call leaves the client a stray message.
 func TestTypeScriptClientContract(t *testing.T) {
-	f := newMCPFixture(t, "verified-text-file")
-	secrets := t.TempDir()
-	outside := filepath.Join(secrets, "workstation.key")
-	os.WriteFile(outside, []byte("a private key"), 0o600)
-	args := map[string]any{"outside": outside, "missing": filepath.Join(secrets, "nothing.here"), "inside": f.file}
-	for name, srv := range map[string]tsServer{
-		"stdio":           {command: append([]string{self(t)}, f.args()...)},
-		"streamable HTTP": {http: ptrTo(startMCPHTTP(t, f.args(), nil))},
-	} {
+	for _, name := range []string{"stdio", "streamable HTTP"} {
 		t.Run(name, func(t *testing.T) {
+			f := newMCPFixture(t, "verified-text-file")
+			secrets := t.TempDir()
+			outside := filepath.Join(secrets, "workstation.key")
+			os.WriteFile(outside, []byte("a private key"), 0o600)
+			args := map[string]any{"outside": outside, "missing": filepath.Join(secrets, "nothing.here"), "inside": f.file}
+			srv := tsServer{command: append([]string{self(t)}, f.args()...)}
+			if name == "streamable HTTP" {
+				srv = tsServer{http: ptrTo(startMCPHTTP(t, f.args(), nil))}
+			}
 			out := runTSClient(t, srv, "contract", args)
+			if tools, _ := out["tools"].([]any); len(tools) < 5 || !slices.Contains(tools, any("deliver")) || !slices.Contains(tools, any("status")) {
+				t.Errorf("tools/list: %v", out["tools"])
+			}
+			for call, want := range map[string]map[string]any{
+				"deliverInside": {"outcome": "sent_verified", "this_call": true, "decision": "granted"},
+				"deliverAgain":  {"outcome": "sent_verified", "this_call": false, "decision": "refused"},
+			} {
+				answer, _ := out[call].(map[string]any)
+				got, _ := answer["structured"].(map[string]any)
+				for k, v := range want {
+					if got[k] != v {
+						t.Errorf("%s: %s is %v; want %v (%v)", call, k, got[k], v, answer)
+					}
+				}
+			}
 			for _, c := range []struct{ call, want string }{
 				{"deliverOutside", "bad_input: file: " + outside + " is outside"},
 				{"statusOutside", "bad_input: file: " + outside + " is outside"},

@@ -51,6 +51,9 @@ const scenarios = {
       missingField: await call("deliver", { to: "Bob" }),
       wrongType: await call("status", { key: 7 }),
       statusInside: await call("status", { to: "Bob", file: args.inside }),
+      tools: (await client.listTools()).tools.map((t) => t.name),
+      deliverInside: await call("deliver", { to: "Bob", dest_id: "xmpp:bob@localhost", file: args.inside }),
+      deliverAgain: await call("deliver", { to: "Bob", dest_id: "xmpp:bob@localhost", file: args.inside }),
     };
   },
 
