@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,24 +59,7 @@ func TestMCPHostSnippets(t *testing.T) {
 	}
 	server := exec.Command(self(t), strings.Fields(shell[1])[1:]...)
 	server.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), env...)
-	stderr, _ := server.StderrPipe()
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Process.Signal(os.Interrupt); server.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		for sc := bufio.NewScanner(stderr); sc.Scan(); {
-			if strings.Contains(sc.Text(), "serving streamable HTTP") {
-				ready <- true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s did not start", shell[1])
-	}
+	startServingMCP(t, server)
 
 	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(page, -1)
 	stdio, overHTTP := 0, 0
@@ -129,14 +110,7 @@ func TestMCPHostSnippets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("snippet %d: %v", i, err)
 		}
-		tools, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tool := range tools.Tools {
-			names = append(names, tool.Name)
-		}
+		names := toolNames(t, cs)
 		if !slices.Contains(names, "deliver") || !slices.Contains(names, "status") {
 			t.Errorf("snippet %d: tools %v", i, names)
 		}

@@ -189,37 +189,43 @@ func groups(cs []completed) (firsts []string, seconds map[string][]string) {
 }
 
 func bashCompletion(w io.Writer, cs []completed) {
-	firsts, seconds := groups(cs)
 	fmt.Fprintf(w, "# bash completion for sendonce (sendonce completion bash)\n_sendonce() {\n")
 	fmt.Fprintf(w, "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=\"\" i\n")
 	fmt.Fprintf(w, "    for ((i = 1; i < COMP_CWORD; i++)); do\n        case ${COMP_WORDS[i]} in -*) ;; *) cmd=\"$cmd ${COMP_WORDS[i]}\" ;; esac\n    done\n")
 	fmt.Fprintf(w, "    cmd=${cmd# }\n    case $cmd in\n")
-	fmt.Fprintf(w, "    \"\") COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", strings.Join(firsts, " "))
-	for _, f := range firsts {
-		if len(seconds[f]) > 0 {
-			fmt.Fprintf(w, "    %q) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", f, strings.Join(seconds[f], " "))
-		}
-	}
-	for _, c := range cs {
-		fmt.Fprintf(w, "    %q*) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", strings.Join(c.words, " "), dashed(c.flags))
-	}
+	caseArms(w, cs, func(words string, _ bool) string {
+		return fmt.Sprintf("COMPREPLY=($(compgen -W %q -- \"$cur\"))", words)
+	})
 	fmt.Fprintf(w, "    esac\n}\ncomplete -o default -F _sendonce sendonce\n")
 }
 
 func zshCompletion(w io.Writer, cs []completed) {
-	firsts, seconds := groups(cs)
 	fmt.Fprintf(w, "#compdef sendonce\n# zsh completion for sendonce (sendonce completion zsh)\n_sendonce() {\n")
 	fmt.Fprintf(w, "    local -a words_; words_=(${words[2,CURRENT-1]:#-*})\n    case \"${words_[*]}\" in\n")
-	fmt.Fprintf(w, "    \"\") compadd -- %s ;;\n", strings.Join(firsts, " "))
+	caseArms(w, cs, func(words string, files bool) string {
+		if files {
+			return "compadd -- " + words + "; _files"
+		}
+		return "compadd -- " + words
+	})
+	fmt.Fprintf(w, "    esac\n}\ncompdef _sendonce sendonce\n")
+}
+
+// caseArms writes the arms of a shell's case over the command words typed so far: the
+// first words with none typed, each group's second words after its first, and each
+// command's flags after it (where a file may come too); offer says how the shell
+// offers a list of words.
+func caseArms(w io.Writer, cs []completed, offer func(words string, files bool) string) {
+	firsts, seconds := groups(cs)
+	fmt.Fprintf(w, "    \"\") %s ;;\n", offer(strings.Join(firsts, " "), false))
 	for _, f := range firsts {
 		if len(seconds[f]) > 0 {
-			fmt.Fprintf(w, "    %q) compadd -- %s ;;\n", f, strings.Join(seconds[f], " "))
+			fmt.Fprintf(w, "    %q) %s ;;\n", f, offer(strings.Join(seconds[f], " "), false))
 		}
 	}
 	for _, c := range cs {
-		fmt.Fprintf(w, "    %q*) compadd -- %s; _files ;;\n", strings.Join(c.words, " "), dashed(c.flags))
+		fmt.Fprintf(w, "    %q*) %s ;;\n", strings.Join(c.words, " "), offer(dashed(c.flags), true))
 	}
-	fmt.Fprintf(w, "    esac\n}\ncompdef _sendonce sendonce\n")
 }
 
 func fishCompletion(w io.Writer, cs []completed) {

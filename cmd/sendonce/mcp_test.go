@@ -52,6 +52,20 @@ func (f mcpFixture) args(extra ...string) []string {
 	return append([]string{"mcp", "--store", f.store, "--replay", f.fixture, "--staging", f.staging, "--allow-dir", f.dir, "--sent-item-timeout", "2s"}, extra...)
 }
 
+// toolNames lists the tools the server offers the session.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
 func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	if res.IsError {
@@ -127,6 +141,14 @@ func startMCPHTTP(t *testing.T, args, env []string) mcpHTTP {
 	ln.Close()
 	cmd := exec.Command(self(t), append(args, "--http", addr, "--token-file", tokenFile)...)
 	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), env...)
+	startServingMCP(t, cmd)
+	return mcpHTTP{url: "http://" + addr + "/", addr: addr, token: token}
+}
+
+// startServingMCP starts cmd, a 'sendonce mcp --http', and waits until it says it
+// serves; it is interrupted when the test ends.
+func startServingMCP(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -144,9 +166,8 @@ func startMCPHTTP(t *testing.T, args, env []string) mcpHTTP {
 	select {
 	case <-ready:
 	case <-time.After(20 * time.Second):
-		t.Fatal("sendonce mcp --http did not start")
+		t.Fatalf("%v did not start serving", cmd.Args)
 	}
-	return mcpHTTP{url: "http://" + addr + "/", addr: addr, token: token}
 }
 
 // TestMCPOverHTTP: 'sendonce mcp --http' on loopback requires the bearer token and

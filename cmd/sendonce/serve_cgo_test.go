@@ -148,15 +148,7 @@ func TestMCPForService(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	if got := strings.Join(names, ","); strings.Contains(got, "verify_evidence") || !strings.Contains(got, "deliver") {
+	if got := strings.Join(toolNames(t, cs), ","); strings.Contains(got, "verify_evidence") || !strings.Contains(got, "deliver") {
 		t.Fatalf("tools in --service mode: %s; want deliver, status, show, reconcile and no verify_evidence", got)
 	}
 	args := map[string]any{"to": "Bob", "dest_id": "xmpp:bob@localhost", "file": file}
