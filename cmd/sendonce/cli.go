@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,6 +187,10 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 		env.setupLog()
 		return c.run(ctx, env, rest)
 	}
+	if group := groupOf(args[0]); len(group) > 0 && len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+		printGroup(env, args[0], group) // sendonce gate -h
+		return nil
+	}
 	return unknownCommand(args)
 }
 
@@ -336,13 +341,16 @@ func (env *environment) storeLocation() (string, error) {
 	return "", usagef("no store: give --store PATH or set SENDONCE_STORE (HOME is not set for the default)")
 }
 
+// home is the user's home folder: $HOME, else (Windows) %USERPROFILE%.
+func (env *environment) home() string { return cmp.Or(env.getenv("HOME"), env.getenv("USERPROFILE")) }
+
 // stateDir is name in the user's sendonce state folder: $XDG_STATE_HOME/sendonce, else
 // ~/.local/state/sendonce; "" without HOME.
 func (env *environment) stateDir(name string) string {
 	if d := env.getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "sendonce", name)
 	}
-	if home := env.getenv("HOME"); home != "" {
+	if home := env.home(); home != "" {
 		return filepath.Join(home, ".local", "state", "sendonce", name)
 	}
 	return ""
@@ -357,7 +365,7 @@ func (env *environment) profiles() driver.Profiles {
 	dir := ""
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		dir = filepath.Join(d, "sendonce", "profiles")
-	} else if home := env.getenv("HOME"); home != "" {
+	} else if home := env.home(); home != "" {
 		dir = filepath.Join(home, ".config", "sendonce", "profiles")
 	}
 	if dir == "" {

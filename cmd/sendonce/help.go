@@ -45,7 +45,7 @@ func examples() map[string]string {
 		"status":               `sendonce status --to "Bob" --file report.pdf`,
 		"show":                 `sendonce show ` + key,
 		"mcp":                  `sendonce mcp --allow-dir ~/outbox --app gajim`,
-		"serve":                `sendonce serve --listen unix:$XDG_RUNTIME_DIR/sendonce/sendonce.sock --app gajim`,
+		"serve":                `sendonce serve --app gajim --display :0`,
 		"token create":         `sendonce token create ci-agent`,
 		"token revoke":         `sendonce token revoke ci-agent`,
 		"token list":           `sendonce token list`,
@@ -57,31 +57,59 @@ func examples() map[string]string {
 	}
 }
 
-// cmdHelp lists the commands, or shows one's usage and example.
+// cmdHelp lists the commands, a group's commands, or shows one's usage and example.
 func cmdHelp(ctx context.Context, env *environment, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(env.stdout, usageText())
 		return nil
 	}
+	if group := groupOf(args[0]); len(group) > 0 && len(args) == 1 {
+		printGroup(env, args[0], group)
+		return nil
+	}
 	c, rest, ok := lookup(args)
-	if !ok || len(rest) > 0 {
+	switch {
+	case !ok:
 		return unknownCommand(args)
+	case len(rest) > 0:
+		return usagef("sendonce help takes a command's name only: sendonce help %s", c.name)
 	}
 	return c.run(ctx, env, []string{"-h"})
 }
 
-// unknownCommand is bad input naming the nearest command, or a group's commands.
-func unknownCommand(args []string) error {
+// groupOf lists the second words of the commands whose first word is first ("gate":
+// claim, check…); none for a command of one word.
+func groupOf(first string) []string {
 	var group []string
 	for _, c := range commands() {
-		if first, second, ok := strings.Cut(c.name, " "); ok && first == args[0] {
+		if f, second, ok := strings.Cut(c.name, " "); ok && f == first {
 			group = append(group, second)
 		}
 	}
-	if len(group) > 0 && len(args) == 1 {
+	return group
+}
+
+// printGroup lists a group's commands with their summaries, as help does.
+func printGroup(env *environment, first string, group []string) {
+	fmt.Fprintf(env.stdout, "usage: sendonce %s COMMAND [flags]\n\ncommands:\n", first)
+	for _, c := range commands() {
+		if second, ok := strings.CutPrefix(c.name, first+" "); ok {
+			fmt.Fprintf(env.stdout, "  %-12s %s\n", second, c.summary)
+		}
+	}
+	fmt.Fprintf(env.stdout, "\n'sendonce help %s %s' shows one, with an example.\n", first, group[0])
+}
+
+// unknownCommand is bad input naming the nearest command, or a group's commands.
+func unknownCommand(args []string) error {
+	if group := groupOf(args[0]); len(group) > 0 && len(args) == 1 {
 		return usagef("%q needs one of: %s ('sendonce help %s %s' shows one)", args[0], strings.Join(group, ", "), args[0], group[0])
 	}
-	given := strings.Join(args[:min(2, len(args))], " ")
+	words := args[:1]
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		words = args[:2]
+	}
+	given := strings.Join(words, " ")
 	if near := nearestCommand(args); near != "" {
 		return usagef("unknown command %q: did you mean %q? ('sendonce help' lists them)", given, near)
 	}

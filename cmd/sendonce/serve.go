@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/service"
 )
 
@@ -214,11 +215,17 @@ func listenFor(addr string, tlsOn, insecure bool) (net.Listener, string, error) 
 		if !filepath.IsAbs(path) {
 			return nil, "", usagef("serve: --listen unix:%s: the socket's path must be absolute", path)
 		}
-		// The socket's folder is made when missing: private to the service's user, whose
-		// process makes it. One that exists is left as it is.
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, "", usagef("serve: cannot make the socket's folder: %v: give --listen unix:$XDG_RUNTIME_DIR/sendonce/sendonce.sock, or make the folder for the service's user (systemd: RuntimeDirectory=sendonce)", err)
+		// The socket's folder is made when missing (0755: agents of other users connect;
+		// the token is the credential), and used only if no other user can change it: else
+		// another user could put a socket of their own in its place and collect tokens.
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, "", usagef("serve: cannot make the socket's folder: %v: give --listen unix:PATH in a folder of the service's user, or make the folder for it (systemd: RuntimeDirectory=sendonce)", err)
 		}
+		dir, err := files.CheckPrivateDir(filepath.Dir(path), os.Getuid())
+		if err != nil {
+			return nil, "", usagef("serve: --listen %s: the socket's folder is refused: %v (use a folder only the service's user can change)", addr, err)
+		}
+		path = filepath.Join(dir, filepath.Base(path))
 		if fi, err := os.Lstat(path); err == nil {
 			if fi.Mode()&os.ModeSocket == 0 {
 				return nil, "", usagef("serve: --listen %s exists and is not a socket", path)

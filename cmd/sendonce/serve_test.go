@@ -699,13 +699,17 @@ func TestServeStoreReplaced(t *testing.T) {
 func TestServeRefusesUnsafeSetups(t *testing.T) {
 	s := startService(t, svcOptions{})
 	other := filepath.Join(t.TempDir(), "none.json")
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777) // past the umask: anyone may put a socket of their own here
 	for name, args := range map[string][]string{
-		"not loopback":      {"--listen", "0.0.0.0:0"},
-		"half a TLS pair":   {"--listen", "127.0.0.1:0", "--tls-cert", "cert.pem"},
-		"no token file":     {"--listen", "127.0.0.1:0", "--tokens", other},
-		"a live socket":     {"--listen", "unix:" + s.socket},
-		"a relative socket": {"--listen", "unix:sock"},
-		"not an address":    {"--listen", "somewhere"},
+		"a socket folder others can write": {"--listen", "unix:" + filepath.Join(open, "sendonce.sock")},
+		"not loopback":                     {"--listen", "0.0.0.0:0"},
+		"half a TLS pair":                  {"--listen", "127.0.0.1:0", "--tls-cert", "cert.pem"},
+		"no token file":                    {"--listen", "127.0.0.1:0", "--tokens", other},
+		"a live socket":                    {"--listen", "unix:" + s.socket},
+		"a relative socket":                {"--listen", "unix:sock"},
+		"not an address":                   {"--listen", "somewhere"},
 	} {
 		full := append([]string{"--json", "--store", s.store, "serve", "--tokens", s.tokens}, args...)
 		r := runSendonce(t, 30*time.Second, nil, full...)

@@ -55,13 +55,14 @@ var sddlAccounts = map[string]string{"SY": sidSystem, "BA": sidAdministrators}
 // entry that applies to the object gives anyone else a right that changes it (for an
 // ancestor: that removes, renames or takes over its entries). The system and the
 // administrators may change anything: they could anyway.
-func checkSDDL(path, sddl, me string, ancestor bool) error {
+// same compares two accounts (a SID string or an SDDL abbreviation each).
+func checkSDDL(path, sddl, me string, ancestor bool, same func(a, b string) bool) error {
 	owner, dacl, err := parseSDDL(sddl)
 	if err != nil {
 		return fmt.Errorf("%w: %s: cannot read its owner and access list: %v", ErrUnsafe, path, err)
 	}
-	machine := func(sid string) bool { return sid == sidSystem || sid == sidAdministrators }
-	if owner != me && !(ancestor && (machine(owner) || owner == sidTrustedInstall)) {
+	machine := func(sid string) bool { return same(sid, sidSystem) || same(sid, sidAdministrators) }
+	if !same(owner, me) && !(ancestor && (machine(owner) || same(owner, sidTrustedInstall))) {
 		return fmt.Errorf("%w: %s is owned by %s, not by this user (%s)", ErrUnsafe, path, owner, me)
 	}
 	if dacl == nil {
@@ -72,7 +73,7 @@ func checkSDDL(path, sddl, me string, ancestor bool) error {
 		forbidden = replaces
 	}
 	for _, e := range dacl {
-		if e.allow && !e.inheritOnly && e.rights&forbidden != 0 && e.sid != me && !machine(e.sid) && !(e.sid == sidTrustedInstall && ancestor) {
+		if e.allow && !e.inheritOnly && e.rights&forbidden != 0 && !same(e.sid, me) && !machine(e.sid) && !(ancestor && same(e.sid, sidTrustedInstall)) {
 			return fmt.Errorf("%w: %s lets %s change %s (rights %#x): another user could change what is in it", ErrUnsafe, path, e.sid,
 				map[bool]string{true: "what is in it", false: "it"}[ancestor], e.rights&forbidden)
 		}
@@ -141,9 +142,40 @@ func parseSDDL(s string) (owner string, dacl []aclEntry, err error) {
 		if err != nil {
 			return "", nil, err
 		}
-		dacl = append(dacl, aclEntry{allow: f[0] == "A" || f[0] == "OA", inheritOnly: strings.Contains(f[1], "IO"), rights: rights, sid: account(f[5])})
+		var allow bool
+		switch f[0] {
+		case "A", "OA", "XA", "ZA": // allowed: plain, object, callback, callback object
+			allow = true
+		case "D", "OD", "XD", "ZD": // denied: it only takes rights away
+		case "AU", "AL", "OU", "OL", "ML", "SP", "RA", "XU", "TL", "FL": // audit, alarm and label entries grant nothing
+		default:
+			return "", nil, fmt.Errorf("an entry of unknown type %q", f[0])
+		}
+		inheritOnly, err := hasFlag(f[1], "IO")
+		if err != nil {
+			return "", nil, err
+		}
+		dacl = append(dacl, aclEntry{allow: allow, inheritOnly: inheritOnly, rights: rights, sid: account(f[5])})
 	}
 	return owner, dacl, nil
+}
+
+// hasFlag says whether an entry's flags (two-letter tokens: OI, CI, NP, IO, ID, SA,
+// FA) hold flag.
+func hasFlag(flags, flag string) (bool, error) {
+	if len(flags)%2 != 0 {
+		return false, fmt.Errorf("entry flags %q", flags)
+	}
+	found := false
+	for i := 0; i < len(flags); i += 2 {
+		switch t := flags[i : i+2]; t {
+		case "OI", "CI", "NP", "IO", "ID", "SA", "FA", "TP", "CR":
+			found = found || t == flag
+		default:
+			return false, fmt.Errorf("unknown entry flag %q", t)
+		}
+	}
+	return found, nil
 }
 
 // parseRights reads an entry's rights: a hexadecimal mask, or abbreviations.

@@ -31,8 +31,12 @@ func TestCheckSDDL(t *testing.T) {
 		{"an ancestor others may add to", "O:SYD:(A;OICI;FA;;;SY)(A;CI;DCLC;;;AU)", true, true},
 		{"an ancestor others may delete from", "O:SYD:(A;OICI;FA;;;SY)(A;CI;DT;;;AU)", true, false},
 		{"an ancestor another user owns", "O:" + other + "D:(A;OICI;FA;;;" + other + ")", true, false},
+		{"inherit-only read in the flags' letters (CIOI is not IO)", "O:" + me + "D:(A;;FA;;;" + me + ")(A;CIOI;FA;;;" + other + ")", false, false},
+		{"a callback allow entry is an allow entry", "O:" + me + "D:(A;;FA;;;" + me + ")(XA;;FA;;;" + other + ")", false, false},
+		{"an entry of a type unknown here", "O:" + me + "D:(A;;FA;;;" + me + ")(QQ;;FA;;;" + other + ")", false, false},
+		{"an audit entry grants nothing", "O:" + me + "D:(A;;FA;;;" + me + ")S:(AU;SA;FA;;;WD)", false, true},
 	} {
-		err := checkSDDL(`C:\x`, tc.sddl, me, tc.ancestor)
+		err := checkSDDL(`C:\x`, tc.sddl, me, tc.ancestor, func(a, b string) bool { return a == b })
 		if (err == nil) != tc.safe || (err != nil && !errors.Is(err, ErrUnsafe)) {
 			t.Errorf("%s: %v; want safe %v", tc.name, err, tc.safe)
 		}
@@ -50,6 +54,6 @@ func FuzzParseSDDL(f *testing.F) {
 		if err == nil && owner == "" {
 			t.Fatalf("%q parsed with no owner", s)
 		}
-		_ = checkSDDL("x", s, "S-1-5-21-1", false)
+		_ = checkSDDL("x", s, "S-1-5-21-1", false, func(a, b string) bool { return a == b })
 	})
 }

@@ -18,13 +18,17 @@ var ErrUnsafe = errors.New("unsafe path")
 
 // CheckPrivateDir says whether dir is a folder that only uid (and root) can change: dir
 // itself is owned by uid and not writable by group or others, and every folder above
-// it, up to /, is owned by uid or root and not writable by group or others, except a
-// sticky-bit folder such as /tmp (where others cannot rename or remove what is not
-// theirs). On Windows uid is ignored: the owner is this process's user, and "root" and
-// "others" are read from the folders' access control lists (checkOwn). The path is checked as given, every link on it included (a link must be
+// it, up to the root, is owned by uid or root and not writable by group or others,
+// except a sticky-bit folder such as /tmp (where others cannot rename or remove what is
+// not theirs). The path is checked as given, every link on it included (a link must be
 // uid's or root's: another user could point it elsewhere after the check), and as its
 // links resolve. It returns the resolved path: use that one from then on, so that
 // nothing is looked up again through a name. dir must exist.
+//
+// On Windows uid is not used: the owner must be this process's user, "root" is the
+// system, the administrators and TrustedInstaller, "others" and what they may do are read
+// from each folder's access list, and a link or junction on the way is refused
+// (checkOwn).
 func CheckPrivateDir(dir string, uid int) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -46,7 +50,7 @@ func CheckPrivateDir(dir string, uid int) (string, error) {
 	}
 	if lfi, err := os.Lstat(abs); err != nil {
 		return "", err
-	} else if lfi.Mode()&fs.ModeSymlink != 0 {
+	} else if lfi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 { // a link, or a Windows junction
 		if err := checkOwn(abs, lfi, uid, true); err != nil { // the link itself
 			return "", err
 		}
