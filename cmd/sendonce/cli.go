@@ -180,6 +180,9 @@ func run(ctx context.Context, args []string, env *environment) int {
 
 func dispatch(ctx context.Context, env *environment, args []string) error {
 	if len(args) == 0 {
+		if env.jsonOut { // stdout holds one JSON object: the error's
+			return usagef("no command given: 'sendonce help' lists them")
+		}
 		fmt.Fprint(env.stdout, usageText())
 		return nil
 	}
