@@ -3,6 +3,8 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -140,11 +142,16 @@ func invisibleClass(r rune) string {
 // ProviderID makes a strong identity from "NAMESPACE:ID". Each namespace has its own
 // canonical form. Known namespaces:
 //
-//	xmpp: a JID; the canonical form is the bare JID (the resource is dropped), the
-//	      local part case-mapped as PRECIS UsernameCaseMapped, and the domain in
-//	      IDNA2008 U-label form after the UTS #46 mapping (RFC 7622 §3.2): every
-//	      spelling of one domain (upper case, full-width forms, ideographic full stops,
-//	      A-labels such as xn--bcher-kva) gives one identity.
+//	xmpp:   a JID; the canonical form is the bare JID (the resource is dropped), the
+//	        local part case-mapped as PRECIS UsernameCaseMapped, and the domain in
+//	        IDNA2008 U-label form after the UTS #46 mapping (RFC 7622 §3.2): every
+//	        spelling of one domain (upper case, full-width forms, ideographic full
+//	        stops, A-labels such as xn--bcher-kva) gives one identity.
+//	matrix: a Matrix user (@localpart:server: their direct room) or room
+//	        (!opaque:server), as the Matrix specification's identifier grammar writes
+//	        them: a user's localpart and the server's host name in lower case (user
+//	        localparts are a-z 0-9 . _ = - / + once lower-cased), a room id exactly as
+//	        given; at most 255 bytes.
 func ProviderID(s string) (Identity, error) {
 	ns, id, ok := strings.Cut(s, ":")
 	if !ok || ns == "" {
@@ -157,11 +164,90 @@ func ProviderID(s string) (Identity, error) {
 			return Identity{}, err
 		}
 		return Identity{namespace: ns, value: v}, nil
+	case "matrix":
+		v, err := canonicalMatrix(id)
+		if err != nil {
+			return Identity{}, err
+		}
+		return Identity{namespace: ns, value: v}, nil
 	case titleNamespace:
 		return Identity{}, fmt.Errorf("%w: %q is a visible title, not a provider id: use --to", ErrInvalid, s)
 	default:
-		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp)", ErrInvalid, ns)
+		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp, matrix)", ErrInvalid, ns)
 	}
+}
+
+// canonicalMatrix is a Matrix user or room id's one spelling (see ProviderID).
+func canonicalMatrix(s string) (string, error) {
+	if len(s) > 255 {
+		return "", fmt.Errorf("%w: matrix id %q is longer than 255 bytes", ErrInvalid, s)
+	}
+	sigil, rest := "", s
+	if s != "" {
+		sigil, rest = s[:1], s[1:]
+	}
+	local, server, ok := strings.Cut(rest, ":")
+	if !ok || local == "" || (sigil != "@" && sigil != "!") {
+		return "", fmt.Errorf("%w: matrix id %q must be @user:server (a person) or !room:server (a room)", ErrInvalid, s)
+	}
+	server, err := matrixServerName(server)
+	if err != nil {
+		return "", fmt.Errorf("%w: matrix id %q: %v", ErrInvalid, s, err)
+	}
+	if sigil == "@" {
+		local = strings.ToLower(local)
+		for _, r := range local {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("._=-/+", r)) {
+				return "", fmt.Errorf("%w: matrix user %q: a user's localpart holds only a-z, 0-9 and . _ = - / +", ErrInvalid, s)
+			}
+		}
+		return "@" + local + ":" + server, nil
+	}
+	for _, r := range local {
+		if r < 0x21 || r == 0x7f || !utf8.ValidRune(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return "", fmt.Errorf("%w: matrix room %q has a space, a control or an invisible character", ErrInvalid, s)
+		}
+	}
+	return "!" + local + ":" + server, nil
+}
+
+// matrixServerName checks a server name (host [":" port]: a DNS name, an IPv4 address or
+// a bracketed IPv6 one) and gives its host in lower case.
+func matrixServerName(s string) (string, error) {
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return "", fmt.Errorf("server %q: an unclosed IPv6 bracket", s)
+		}
+		host, port = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
+		if s[end+1:] != "" && !strings.HasPrefix(s[end+1:], ":") {
+			return "", fmt.Errorf("server %q: text after the address", s)
+		}
+		if ip, err := netip.ParseAddr(host[1 : len(host)-1]); err != nil || !ip.Is6() || ip.Zone() != "" {
+			return "", fmt.Errorf("server %q: not an IPv6 address", s)
+		}
+	} else if h, p, ok := strings.Cut(s, ":"); ok {
+		host, port = h, p
+	}
+	if port != "" || strings.HasSuffix(s, ":") {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' && len(port) > 1 {
+			return "", fmt.Errorf("server %q: port %q", s, port)
+		}
+		port = ":" + port
+	}
+	if !strings.HasPrefix(host, "[") {
+		if host == "" || len(host) > 253 {
+			return "", fmt.Errorf("server %q: no host name", s)
+		}
+		for _, r := range host {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+				return "", fmt.Errorf("server %q: a host name holds only letters, digits, - and .", s)
+			}
+		}
+		host = strings.ToLower(host)
+	}
+	return host + port, nil
 }
 
 // jidForbiddenLocal are the characters RFC 7622 forbids in a JID local part.
@@ -238,7 +324,7 @@ func identityIn(version, ns, value string) (Identity, error) {
 		v, err := canonicalJID(value, domainV1)
 		return Identity{namespace: ns, value: v}, err
 	case version == "v1":
-		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp)", ErrInvalid, ns)
+		return Identity{}, fmt.Errorf("%w: the v1 key scheme knew no destination namespace %q", ErrInvalid, ns)
 	case ns == titleNamespace:
 		return Title(value)
 	}

@@ -59,6 +59,12 @@ func TestProviderIDCanonicalForm(t *testing.T) {
 		{"xmpp:Ren\u00e9e@example.org", "xmpp:ren\u00e9e@example.org"},
 		{"xmpp:Rene\u0301e@example.org", "xmpp:ren\u00e9e@example.org"},
 		{"xmpp:room@conference.example.org/nick", "xmpp:room@conference.example.org"},
+		{"matrix:@bob:localhost", "matrix:@bob:localhost"},
+		{"matrix:@Bob:LocalHost", "matrix:@bob:localhost"},
+		{"matrix:@bob.smith_2=x/y+z:matrix.example.org:8448", "matrix:@bob.smith_2=x/y+z:matrix.example.org:8448"},
+		{"matrix:@bob:[::1]:8008", "matrix:@bob:[::1]:8008"},
+		{"matrix:@bob:127.0.0.1", "matrix:@bob:127.0.0.1"},
+		{"matrix:!OpaqueRoomId:Example.Org", "matrix:!OpaqueRoomId:example.org"},
 	}
 	for _, tt := range tests {
 		id, err := ProviderID(tt.in)
@@ -70,7 +76,10 @@ func TestProviderIDCanonicalForm(t *testing.T) {
 			t.Errorf("ProviderID(%q) = %s (%s); want %s strong", tt.in, id, id.Strength(), tt.want)
 		}
 	}
-	for _, bad := range []string{"", "bob@localhost", "xmpp:", "xmpp:localhost", "xmpp:@localhost", "xmpp:bob@", "xmpp:b ob@localhost", "xmpp:bob@local host", "slack:C123", "title:Bob", ":x", "xmpp:bo\u200bb@localhost", "xmpp:0@..", "xmpp:a@b..c", "xmpp:a@.b"} {
+	for _, bad := range []string{"", "bob@localhost", "xmpp:", "xmpp:localhost", "xmpp:@localhost", "xmpp:bob@", "xmpp:b ob@localhost", "xmpp:bob@local host", "slack:C123", "title:Bob", ":x", "xmpp:bo\u200bb@localhost", "xmpp:0@..", "xmpp:a@b..c", "xmpp:a@.b",
+		"matrix:", "matrix:bob:localhost", "matrix:@bob", "matrix:@:localhost", "matrix:@bob:", "matrix:@b ob:localhost", "matrix:@böb:localhost",
+		"matrix:@bob:local host", "matrix:@bob:localhost:0", "matrix:@bob:localhost:99999", "matrix:@bob:[::1", "matrix:@bob:[1.2.3.4]",
+		"matrix:#room:localhost", "matrix:!ro om:localhost", "matrix:!room\u200b:localhost", "matrix:@" + strings.Repeat("a", 250) + ":localhost"} {
 		if id, err := ProviderID(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ProviderID(%q) = %v, %v; want ErrInvalid", bad, id, err)
 		}
@@ -164,7 +173,7 @@ func FuzzTitle(f *testing.F) {
 }
 
 func FuzzProviderID(f *testing.F) {
-	for _, s := range []string{"xmpp:bob@localhost", "xmpp:Bob@LocalHost/res", "xmpp:a@b/c/d", "xmpp:@", "x:y"} {
+	for _, s := range []string{"xmpp:bob@localhost", "xmpp:Bob@LocalHost/res", "xmpp:a@b/c/d", "xmpp:@", "x:y", "matrix:@Bob:LocalHost:8448", "matrix:!Room:[::1]:80", "matrix:@a:b:"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,5 +296,27 @@ func TestPathsAreChecked(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v; want %q", c.path, err, c.want)
 		}
+	}
+}
+
+// TestMatrixDestinations: a matrix: destination id is taken as any other provider id:
+// claimed in its canonical form (the user's localpart and server in lower case), and a
+// second claim of the same room's other spelling is refused.
+func TestMatrixDestinations(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.GateTools = true; s.AllowDirs = []string{dir} })
+	f := filepath.Join(dir, "r.txt")
+	os.WriteFile(f, []byte("report"), 0o644)
+	res, out := ts.call(t, "claim", map[string]any{"to": "Bob", "dest_id": "matrix:@Bob:LocalHost", "file": f, "task": "A"})
+	if res.IsError || out["decision"] != "granted" || !strings.HasPrefix(fmt.Sprint(out["key"]), "v2:matrix:@bob%3Alocalhost:") || out["identity_strength"] != "strong" {
+		t.Fatalf("a claim to matrix:@Bob:LocalHost: %q %v", errorText(res), out)
+	}
+	res, out = ts.call(t, "claim", map[string]any{"to": "Bob", "dest_id": "matrix:@bob:localhost", "file": f, "task": "B"})
+	if res.IsError || out["decision"] != "refused" {
+		t.Fatalf("the same user spelled otherwise: %q %v; want refused", errorText(res), out)
+	}
+	res, _ = ts.call(t, "claim", map[string]any{"to": "Bob", "dest_id": "matrix:#room:localhost", "file": f, "task": "C"})
+	if !strings.HasPrefix(errorText(res), "bad_input:") || !strings.Contains(errorText(res), "dest_id") {
+		t.Fatalf("a room alias: %q; want bad_input naming dest_id", errorText(res))
 	}
 }

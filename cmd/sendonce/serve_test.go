@@ -819,3 +819,20 @@ func TestServeTLSBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestServeMatrixDestination: the HTTP service takes a matrix: destination id as any
+// other: granted under its canonical key, and the other spelling of the same user
+// refused.
+func TestServeMatrixDestination(t *testing.T) {
+	s := startService(t, svcOptions{})
+	tok := s.token(1)
+	body := map[string]any{"to": "Bob", "dest_id": "matrix:@Bob:LocalHost", "content": base64.StdEncoding.EncodeToString([]byte("minutes")), "task": "m1"}
+	a := s.post("/v1/claim", tok, "m1", body)
+	if a.code != 200 || a.body["decision"] != "granted" || !strings.HasPrefix(fmt.Sprint(a.body["key"]), "v2:matrix:@bob%3Alocalhost:") {
+		t.Fatalf("a claim to matrix:@Bob:LocalHost: %v", a)
+	}
+	body["dest_id"], body["task"] = "matrix:@bob:localhost", "m2"
+	if a := s.post("/v1/claim", tok, "m2", body); a.code != 409 {
+		t.Fatalf("the same user spelled otherwise: %v; want 409 (held)", a)
+	}
+}
