@@ -56,7 +56,7 @@ func TestDesktopAndLoggingStayInCmd(t *testing.T) {
 	forbidden := []string{"github.com/rs/zerolog", "github.com/go-vgo/robotgo", "github.com/otiai10/gosseract/v2",
 		module + "/driver/x11", module + "/vision/tesseract"}
 	roots := []string{module, module + "/gate", module + "/store", module + "/store/registry", module + "/store/sqlite",
-		module + "/store/storetest", module + "/evidence", module + "/provider", module + "/provider/registry", module + "/provider/xmpp",
+		module + "/store/storetest", module + "/evidence", module + "/provider", module + "/provider/registry", module + "/provider/xmpp", module + "/provider/matrix",
 		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios", module + "/mcpserver", module + "/service"}
 	pkgs := goList(t, nil, roots...)
 	for _, root := range roots {

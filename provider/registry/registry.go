@@ -8,11 +8,12 @@ import (
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/provider"
+	"github.com/sendonce/sendonce/provider/matrix"
 	"github.com/sendonce/sendonce/provider/xmpp"
 )
 
 // Known says whether a provider answers for identities in namespace.
-func Known(namespace string) bool { return namespace == "xmpp" }
+func Known(namespace string) bool { return namespace == "xmpp" || namespace == "matrix" }
 
 // Configured says whether an account to ask with is given: a config file, or the
 // provider's environment variables (read through getenv).
@@ -20,6 +21,8 @@ func Configured(namespace, configPath string, getenv func(string) string) bool {
 	switch namespace {
 	case "xmpp":
 		return configPath != "" || getenv(xmpp.EnvJID) != ""
+	case "matrix":
+		return configPath != "" || getenv(matrix.EnvUser) != ""
 	}
 	return false
 }
@@ -34,6 +37,12 @@ func Open(namespace, configPath string, getenv func(string) string) (provider.Pr
 			return nil, gate.Invalidf("provider account: %v (give --provider-config FILE with {\"jid\", \"password\", \"addr\"}, or set SENDONCE_XMPP_JID and SENDONCE_XMPP_PASSWORD)", err)
 		}
 		return xmpp.New(cfg), nil
+	case "matrix":
+		cfg, err := matrix.LoadConfig(configPath, getenv)
+		if err != nil {
+			return nil, gate.Invalidf("provider account: %v (give --provider-config FILE with {\"homeserver\", \"user\", \"password\" or \"access_token\"}, or set SENDONCE_MATRIX_HOMESERVER, SENDONCE_MATRIX_USER and SENDONCE_MATRIX_PASSWORD)", err)
+		}
+		return matrix.New(cfg), nil
 	}
-	return nil, fmt.Errorf("%w: no provider answers for %q identities (known: xmpp)", gate.ErrInvalid, namespace)
+	return nil, fmt.Errorf("%w: no provider answers for %q identities (known: xmpp, matrix)", gate.ErrInvalid, namespace)
 }
