@@ -1,0 +1,167 @@
+package matrix
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/provider"
+)
+
+// The live tests run the provider against a real homeserver: testbed/matrix's Dendrite
+// (SENDONCE_TESTBED_MATRIX names its state.env; scripts/test starts it). Without one
+// they fail: they never skip.
+
+// liveMatrix reads the test bed's state.
+func liveMatrix(t *testing.T) map[string]string {
+	t.Helper()
+	path := os.Getenv("SENDONCE_TESTBED_MATRIX")
+	if path == "" {
+		t.Fatal("no Matrix test bed: run `testbed/matrix up` and set SENDONCE_TESTBED_MATRIX to its state.env (scripts/test does)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			vars[k] = v
+		}
+	}
+	for _, k := range []string{"MATRIX_HOMESERVER", "MATRIX_ROOM", "MATRIX_ALICE_PASSWORD", "MATRIX_ALICE_TOKEN"} {
+		if vars[k] == "" {
+			t.Fatalf("%s has no %s", path, k)
+		}
+	}
+	return vars
+}
+
+// sendFile uploads content as alice and posts it to the room as an m.file event named
+// name; it returns the event's id.
+func sendFile(t *testing.T, mx map[string]string, name string, content []byte) string {
+	t.Helper()
+	do := func(method, u string, body []byte, ctype string) map[string]any {
+		req, _ := http.NewRequest(method, u, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+mx["MATRIX_ALICE_TOKEN"])
+		req.Header.Set("Content-Type", ctype)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %v", method, u, resp.StatusCode, out)
+		}
+		return out
+	}
+	hs := mx["MATRIX_HOMESERVER"]
+	up := do("POST", hs+"/_matrix/media/v3/upload?filename="+url.QueryEscape(name), content, "application/octet-stream")
+	msg, _ := json.Marshal(map[string]any{"msgtype": "m.file", "body": name, "url": up["content_uri"], "info": map[string]any{"size": len(content)}})
+	sent := do("PUT", fmt.Sprintf("%s/_matrix/client/v3/rooms/%s/send/m.room.message/t%d", hs, url.PathEscape(mx["MATRIX_ROOM"]), time.Now().UnixNano()), msg, "application/json")
+	return sent["event_id"].(string)
+}
+
+func liveDispatch(name string, content []byte, from time.Time) provider.Dispatch {
+	return provider.Dispatch{DispatchID: "live", Destination: "matrix:@bob:localhost", FileName: name, Size: int64(len(content)),
+		SHA256: sum(content), From: from, Until: time.Now().Add(time.Second)}
+}
+
+// TestLiveLookup: a file alice sent to bob is found in their direct room, matched by its
+// bytes, with its event id; a file never sent is authoritatively absent.
+func TestLiveLookup(t *testing.T) {
+	mx := liveMatrix(t)
+	start := time.Now()
+	name := fmt.Sprintf("minutes-%d.txt", start.UnixNano())
+	content := []byte("minutes of Monday " + name + "\n")
+	id := sendFile(t, mx, name, content)
+	for _, cfg := range []Config{
+		{Homeserver: mx["MATRIX_HOMESERVER"], User: "@alice:localhost", Password: mx["MATRIX_ALICE_PASSWORD"], AllowHTTP: true},
+		{Homeserver: mx["MATRIX_HOMESERVER"], User: "@alice:localhost", AccessToken: mx["MATRIX_ALICE_TOKEN"], AllowHTTP: true},
+	} {
+		d := liveDispatch(name, content, start)
+		a, err := New(cfg).Lookup(context.Background(), d)
+		confirm, _, _ := provider.Match(a, d, nil)
+		if err != nil || confirm == nil || confirm.ID != id || !a.Authoritative {
+			t.Fatalf("the file sent: %+v %v; want event %s confirmed", a, err, id)
+		}
+		if strings.Contains(a.Detail, mx["MATRIX_ALICE_PASSWORD"]) || strings.Contains(a.Detail, mx["MATRIX_ALICE_TOKEN"]) {
+			t.Fatalf("a secret in the detail: %s", a.Detail)
+		}
+		d = liveDispatch("never-sent.txt", content, start)
+		if a, err := New(cfg).Lookup(context.Background(), d); err != nil || a.Result != provider.Absent || !a.Authoritative {
+			t.Fatalf("a file never sent: %+v %v; want absent, authoritative", a, err)
+		}
+	}
+}
+
+// TestLiveProviderFaults: the homeserver reached through a proxy that fails one way each
+// time: down, a history page answering an error, a media download that stalls. Each
+// answer is can't tell, never absent, never a confirmation.
+func TestLiveProviderFaults(t *testing.T) {
+	mx := liveMatrix(t)
+	start := time.Now()
+	name := fmt.Sprintf("faults-%d.txt", start.UnixNano())
+	content := []byte("a file for the faults " + name + "\n")
+	sendFile(t, mx, name, content)
+	target, _ := url.Parse(mx["MATRIX_HOMESERVER"])
+	for _, tc := range []struct {
+		name  string
+		fault func(w http.ResponseWriter, r *http.Request) bool // true: answered here
+	}{
+		{"the server down", func(w http.ResponseWriter, r *http.Request) bool {
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+				}
+			}
+			return true
+		}},
+		{"a history page answering an error", func(w http.ResponseWriter, r *http.Request) bool {
+			if strings.HasSuffix(r.URL.Path, "/messages") {
+				http.Error(w, `{"errcode":"M_UNKNOWN","error":"the database is locked"}`, 500)
+				return true
+			}
+			return false
+		}},
+		{"a media download that stalls", func(w http.ResponseWriter, r *http.Request) bool {
+			if strings.Contains(r.URL.Path, "/download/") {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(30 * time.Second):
+				}
+				return true
+			}
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !tc.fault(w, r) {
+					proxy.ServeHTTP(w, r)
+				}
+			}))
+			defer srv.Close()
+			d := liveDispatch(name, content, start)
+			a, err := New(Config{Homeserver: srv.URL, User: "@alice:localhost", AccessToken: mx["MATRIX_ALICE_TOKEN"], AllowHTTP: true, Timeout: 5 * time.Second}).Lookup(context.Background(), d)
+			confirm, _, _ := provider.Match(a, d, nil)
+			if err != nil || confirm != nil || a.Result == provider.Absent {
+				t.Fatalf("%+v %v; want can't tell (or found with unknown bytes), never absent or confirmed", a, err)
+			}
+		})
+	}
+}
