@@ -1,15 +1,15 @@
 package matrix
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
+
+	"github.com/sendonce/sendonce/provider"
 )
 
 // Environment variables that override the configuration file.
@@ -67,17 +67,8 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	var fc fileConfig
 	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		if err := provider.DecodeConfigFile(path, &fc, "homeserver, user, password, access_token, timeout, allow_http"); err != nil {
 			return Config{}, fmt.Errorf("matrix provider config: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fc); err != nil {
-			return Config{}, fmt.Errorf("matrix provider config %s: not the expected JSON object (homeserver, user, password or access_token, timeout, allow_http)", path)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return Config{}, fmt.Errorf("matrix provider config %s: extra data after the JSON object", path)
 		}
 	}
 	cfg := Config{Homeserver: fc.Homeserver, User: fc.User, AccessToken: fc.AccessToken, Password: fc.Password, AllowHTTP: fc.AllowHTTP}
@@ -107,11 +98,9 @@ func (c Config) check() error {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("matrix provider: homeserver %s is not http(s)", c.Homeserver)
 	}
-	id, err := gate.ProviderID("matrix:" + c.User)
-	if err != nil || c.User == "" || c.User[0] != '@' {
+	if _, err := gate.ProviderID("matrix:" + c.User); err != nil || !strings.HasPrefix(c.User, "@") {
 		return fmt.Errorf("matrix provider: user %q is not a Matrix user id such as @alice:example.org", c.User)
 	}
-	_ = id
 	if c.AccessToken == "" && c.Password == "" {
 		return fmt.Errorf("matrix provider: no password and no access token for %s", c.User)
 	}

@@ -1,11 +1,8 @@
 package xmpp
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -13,6 +10,8 @@ import (
 	"time"
 
 	"mellium.im/xmpp/jid"
+
+	"github.com/sendonce/sendonce/provider"
 )
 
 // Environment variables that override the configuration file.
@@ -91,17 +90,8 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	var fc fileConfig
 	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		if err := provider.DecodeConfigFile(path, &fc, "jid, password, addr, starttls, server_name, timeout, allow_plain, download_hosts, allow_private_addresses"); err != nil {
 			return Config{}, fmt.Errorf("xmpp provider config: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fc); err != nil {
-			return Config{}, fmt.Errorf("xmpp provider config %s: not the expected JSON object: %s", path, jsonProblem(err))
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return Config{}, fmt.Errorf("xmpp provider config %s: extra data after the JSON object", path)
 		}
 	}
 	cfg := Config{
@@ -149,24 +139,6 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("xmpp provider config (%s): %w", where, err)
 	}
 	return cfg, nil
-}
-
-// jsonProblem describes a decoding error without quoting the input (which may
-// hold the password).
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return "syntax error at byte " + strconv.FormatInt(syn.Offset, 10)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the file is empty or cut short"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return err.Error()[len("json: "):] + " (known: jid, password, addr, starttls, server_name, timeout, allow_plain, download_hosts, allow_private_addresses)"
-	}
-	return "invalid JSON"
 }
 
 // validate checks everything but presence; its errors never hold the password.
