@@ -88,6 +88,10 @@ var topLevelRoles = map[string]bool{"frame": true, "dialog": true, "file chooser
 // treePoll is how often a wait reads the tree again.
 const treePoll = 50 * time.Millisecond
 
+// treeReadLimit bounds one read of the app's tree within a wait: a bus that answers
+// later than this is taken as not answering.
+const treeReadLimit = 30 * time.Second
+
 // probeTime bounds the first read of the app's tree, before anything is touched.
 const probeTime = 5 * time.Second
 
@@ -196,11 +200,18 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 			windows = u
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout(s))
-	defer cancel()
+	// The step's timeout bounds how long the app may take to show the node, not how long
+	// one read of its tree may take: a read begun within it is let finish (up to
+	// treeReadLimit) and judged, so a loaded machine's slow bus still gets its answer.
+	deadline := time.Now().Add(r.timeout(s))
 	var last []*atspi.Node
 	for {
-		tree, err := r.Tree.Snapshot(ctx, r.window.PID, TreeScope{Windows: windows})
+		rctx, cancel := context.WithTimeout(ctx, treeReadLimit)
+		tree, err := r.Tree.Snapshot(rctx, r.window.PID, TreeScope{Windows: windows})
+		cancel()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("waiting for %s: %w", m, ctx.Err())
+		}
 		if err == nil {
 			last = m.Find(tree)
 			if present && len(last) == 1 || !present && len(last) == 0 {
@@ -211,8 +222,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 				return nil, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !time.Now().Before(deadline) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: reading it: %v", ErrNoTree, err)
 			}
@@ -231,8 +241,8 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 				return nil, fmt.Errorf("no %s showed within %v", m, r.timeout(s))
 			}
 			return nil, fmt.Errorf("%s still showed after %v", m, r.timeout(s))
-		case <-time.After(treePoll):
 		}
+		sleep(ctx, min(treePoll, time.Until(deadline)))
 	}
 }
 

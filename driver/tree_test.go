@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/vision/atspi"
@@ -21,10 +22,16 @@ type chooser struct {
 	readyAt int
 	pid     int
 	windows *atspi.Match // what the last snapshot was asked to keep
+	slow    time.Duration // how long each snapshot takes to answer
 }
 
-func (c *chooser) Snapshot(_ context.Context, pid int, scope TreeScope) (*atspi.Node, error) {
+func (c *chooser) Snapshot(ctx context.Context, pid int, scope TreeScope) (*atspi.Node, error) {
 	windows := scope.Windows
+	select {
+	case <-time.After(c.slow):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pid != c.pid {
@@ -93,6 +100,22 @@ func TestWaitNodeGatesTheCrossing(t *testing.T) {
 	if target == nil || len(target.Words) != 1 || !strings.Contains(target.Words[0], `push button "Open" [sensitive showing visible] in dialog "Choose File to Send…"`) ||
 		target.Box == nil || target.Box.X != 600 {
 		t.Fatalf("the step's result records %+v; want the node read, its dialog and its extents", target)
+	}
+}
+
+// TestWaitNodeJudgesASlowRead: on a loaded machine one read of the tree can take longer
+// than the step's timeout (2 s here); the read begun within it is let finish and judged,
+// and the wait does not stop on how slowly the bus answered.
+func TestWaitNodeJudgesASlowRead(t *testing.T) {
+	desk := treeDesk()
+	r, crossed := runnerOn(t, desk, desk, readsBob{}, treeProfile)
+	tree := &chooser{pid: 4242, readyAt: 1, slow: 2500 * time.Millisecond}
+	r.Tree = tree
+	if _, err := r.Deliver(context.Background()); err != nil && !strings.Contains(err.Error(), "sent item") {
+		t.Fatalf("deliver: %v", err)
+	}
+	if desk.keys != 1 || len(crossed()) != 2 {
+		t.Fatalf("%d key presses, crossings %v; want the key once the slow read said Open was sensitive", desk.keys, crossed())
 	}
 }
 
