@@ -21,7 +21,7 @@ type chooser struct {
 	reads   int
 	readyAt int
 	pid     int
-	windows *atspi.Match // what the last snapshot was asked to keep
+	windows *atspi.Match  // what the last snapshot was asked to keep
 	slow    time.Duration // how long each snapshot takes to answer
 }
 
