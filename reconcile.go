@@ -19,8 +19,9 @@ import (
 type ReconcileRequest struct {
 	// Key limits reconcile to this key's unknown attempts; every unknown attempt when "".
 	Key string
-	// Namespace is the provider to ask ("xmpp" when ""): attempts whose keys name no
-	// identity of it are skipped.
+	// Namespace is the provider to ask; when "", the provider the key's destination
+	// names (with Key), else "xmpp". Attempts whose keys name no identity of it are
+	// skipped.
 	Namespace string
 	// ProviderConfig is the account file; the provider's environment variables (through
 	// Options.Getenv) when "".
@@ -47,6 +48,9 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		only = &ref.Key
 	}
 	ns := req.Namespace
+	if ns == "" && only != nil && registry.Known(only.Identity().Namespace()) {
+		ns = only.Identity().Namespace()
+	}
 	if ns == "" {
 		ns = "xmpp"
 	}

@@ -49,7 +49,7 @@ func (f *deliverFlags) register(env *environment, name string) *flag.FlagSet {
 	if testHooks {
 		fs.StringVar(&f.replay, "replay", "", "testing: drive a recorded fixture `DIR` instead of the live desktop (no X server)")
 	}
-	fs.StringVar(&f.providerConfig, "provider-config", "", "with --dest-id xmpp:..., ask the XMPP server after the send; the account `FILE` (or SENDONCE_XMPP_JID/PASSWORD/ADDR)")
+	fs.StringVar(&f.providerConfig, "provider-config", "", "with --dest-id xmpp:... or matrix:..., ask that provider after the send; the account `FILE` (docs/delivering.md; or SENDONCE_XMPP_* / SENDONCE_MATRIX_*)")
 	return fs
 }
 
