@@ -12,6 +12,7 @@ import (
 
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/internal/files"
+	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/provider/registry"
 	storereg "github.com/sendonce/sendonce/store/registry"
 	"github.com/sendonce/sendonce/vision"
@@ -26,6 +27,9 @@ type DoctorRequest struct {
 	Display        string
 	Staging        string
 	ProviderConfig string // the provider account; its environment variables when ""
+	// Destination is the provider id deliver would take (--dest-id): its provider is
+	// the one checked (xmpp when ""), and a Matrix account must be able to read its room.
+	Destination string
 	OCRLanguages   string // as deliver takes them ("eng+chi_sim"); the profile's when ""
 }
 
@@ -120,8 +124,21 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 	if desk.LanguageData != nil {
 		add(doctorLanguages(req.OCRLanguages, p, desk.LanguageData))
 	}
-	if req.ProviderConfig != "" || opt.Getenv != nil && opt.Getenv("SENDONCE_XMPP_JID") != "" {
-		add(doctorProvider(ctx, req.ProviderConfig, opt))
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	ns := "xmpp"
+	if req.Destination != "" {
+		id, err := gate.ProviderID(req.Destination)
+		if err != nil {
+			add("provider", err, "", "give --dest-id as deliver takes it: xmpp:user@server, matrix:@user:server or matrix:!room:server")
+		} else {
+			ns = id.Namespace()
+		}
+	}
+	if _, ran := check(out, "provider"); !ran && registry.Configured(ns, req.ProviderConfig, getenv) {
+		add(doctorProvider(ctx, ns, req.Destination, req.ProviderConfig, getenv))
 	}
 	out.Ready = true
 	for _, c := range out.Checks {
@@ -276,24 +293,21 @@ func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver
 	return "accessibility", nil, fmt.Sprintf("%s publishes %d nodes on screen (sendonce inspect --app %s prints them)", root.Name, n, p.App), ""
 }
 
-// doctorProvider logs in to the provider account and reads its archive settings.
-func doctorProvider(ctx context.Context, config string, opt Options) (string, error, string, string) {
-	fix := "check the account file (--provider-config: jid, password, addr) or SENDONCE_XMPP_*; the server must be reachable"
-	getenv := opt.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	p, err := registry.Open("xmpp", config, getenv)
+// doctorProvider logs in to the provider account and reads what a lookup would read:
+// the XMPP account's archive settings, the Matrix destination's room.
+func doctorProvider(ctx context.Context, ns, destination, config string, getenv func(string) string) (string, error, string, string) {
+	fix := "check the account file (--provider-config; docs/delivering.md names its fields) or the provider's SENDONCE_XMPP_* / SENDONCE_MATRIX_* variables; the server must be reachable"
+	p, err := registry.Open(ns, config, getenv)
 	if err != nil {
 		return "provider", err, "", fix
 	}
 	c, ok := p.(interface {
-		Check(context.Context) (string, error)
+		Check(ctx context.Context, destination string) (string, error)
 	})
 	if !ok {
 		return "provider", errors.New("this provider cannot be checked"), "", fix
 	}
-	saw, err := c.Check(ctx)
+	saw, err := c.Check(ctx, destination)
 	return "provider", err, saw, fix
 }
 

@@ -14,14 +14,15 @@ import (
 // cmdDoctor checks what a delivery needs and says what to fix; exit 0 only when a
 // delivery could start.
 func cmdDoctor(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("doctor", "[--app NAME | --profile FILE] [--display :N] [--staging DIR] [--provider-config FILE]")
+	fs := env.flags("doctor", "[--app NAME | --profile FILE] [--display :N] [--staging DIR] [--dest-id NS:ID] [--provider-config FILE]")
 	var req sendonce.DoctorRequest
 	var profile string
 	fs.StringVar(&req.App, "app", "", "the profile by `NAME`, as deliver takes it")
 	fs.StringVar(&profile, "profile", "", "a profile `FILE`, as deliver takes it")
 	fs.StringVar(&req.Display, "display", "", "the X display (default $DISPLAY)")
 	fs.StringVar(&req.Staging, "staging", "", "the staging folder deliver would use (default as deliver's)")
-	fs.StringVar(&req.ProviderConfig, "provider-config", "", "the provider account `FILE` to log in with (or SENDONCE_XMPP_*)")
+	fs.StringVar(&req.Destination, "dest-id", "", "the destination's provider id `NS:ID`, as deliver takes it: its provider's account is checked (a Matrix one must read its room)")
+	fs.StringVar(&req.ProviderConfig, "provider-config", "", "the provider account `FILE` to log in with (or SENDONCE_XMPP_* / SENDONCE_MATRIX_*)")
 	fs.StringVar(&req.OCRLanguages, "ocr-lang", "", "the OCR `LANGUAGES` deliver would read in (default $SENDONCE_OCR_LANGS, else the profile's, else eng)")
 	if _, err := env.parse(fs, args, 0); err != nil {
 		return err

@@ -364,3 +364,54 @@ func (r *nhekoRun) cancelUploadBar() {
 	xdo("mousemove", "--window", win[0], fmt.Sprint(w/2), fmt.Sprint(h/2))
 	time.Sleep(time.Second)
 }
+
+// TestLiveNhekoDoctor: doctor, given the Matrix destination, logs in as alice and reads
+// the destination's room (ready); a wrong password, or a person alice has no room with,
+// fails the provider check and names why.
+func TestLiveNhekoDoctor(t *testing.T) {
+	r := newNhekoRun(t)
+	wrong := filepath.Join(r.dir, "wrong.json")
+	b, _ := json.Marshal(map[string]any{"homeserver": r.mx["MATRIX_HOMESERVER"], "user": "@alice:localhost", "password": "not-the-password", "allow_http": true})
+	if err := os.WriteFile(wrong, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dest, config string
+		ok                 bool
+		saw                string
+	}{
+		{"the direct room", "matrix:@bob:localhost", r.providerConfig(), true, "is room " + r.mx["MATRIX_ROOM"] + ", its history readable"},
+		{"a wrong password", "matrix:@bob:localhost", wrong, false, "logging in as @alice:localhost failed"},
+		{"nobody alice has a room with", "matrix:@carol:localhost", r.providerConfig(), false, "none of them matrix:@carol:localhost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := cli(t, liveEnv, "--json", "doctor", "--app", "nheko", "--display", r.mx["NHEKO_DISPLAY"], "--staging", r.staging,
+				"--store", r.store, "--dest-id", tc.dest, "--provider-config", tc.config)
+			var res struct {
+				Ready  bool
+				Checks []struct {
+					Name, Saw, Fix string
+					OK             bool
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("doctor: %v: %s", err, out)
+			}
+			var provider *struct {
+				Name, Saw, Fix string
+				OK             bool
+			}
+			for i, c := range res.Checks {
+				if c.Name == "provider" {
+					provider = &res.Checks[i]
+				}
+			}
+			if provider == nil || provider.OK != tc.ok || !strings.Contains(provider.Saw, tc.saw) {
+				t.Fatalf("doctor exited %d; its provider check %+v; want ok=%v saying %q\n%s", code, provider, tc.ok, tc.saw, out)
+			}
+			if strings.Contains(out, r.mx["MATRIX_ALICE_PASSWORD"]) {
+				t.Fatalf("doctor printed alice's password: %s", out)
+			}
+		})
+	}
+}

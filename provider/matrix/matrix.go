@@ -93,10 +93,7 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 	for _, room := range rooms {
 		// A room is its own identity when the destination names it; else a direct room
 		// with one user is that user's.
-		recipient := "matrix:" + room
-		if users := direct[room]; len(users) == 1 && recipient != dest {
-			recipient = "matrix:" + users[0]
-		}
+		recipient := recipientOf(room, direct, dest)
 		isDest := recipient == dest
 		if isDest {
 			destRooms++
@@ -168,6 +165,81 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 	}
 	b.WriteString(".")
 	return provider.Answer{Result: provider.Absent, Authoritative: complete, Detail: p.redact(b.String())}, nil
+}
+
+// recipientOf is who a room's events reach, as gate spells it: the room itself when the
+// destination names it, else the one user of a direct room, else the room.
+func recipientOf(room string, direct map[string][]string, dest string) string {
+	recipient := "matrix:" + room
+	if users := direct[room]; len(users) == 1 && recipient != dest {
+		recipient = "matrix:" + users[0]
+	}
+	return recipient
+}
+
+// Check logs in and reads the destination's room, sending nothing: what `sendonce
+// doctor` asks of a configured account. The destination ("" for none) must be a room
+// the account has joined, or a user it has a direct room with, and not encrypted; its
+// newest event must be readable. It says what it saw.
+func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
+	if err := p.cfg.check(); err != nil {
+		return "", err
+	}
+	var dest string
+	if destination != "" {
+		id, err := gate.ProviderID(destination)
+		if err != nil || id.Namespace() != "matrix" {
+			return "", fmt.Errorf("destination %q is not a matrix: identity (matrix:@user:server or matrix:!room:server)", destination)
+		}
+		dest = id.String()
+	}
+	timeout := p.cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s := &session{p: p, token: p.cfg.AccessToken}
+	if s.token == "" {
+		if err := s.login(ctx); err != nil {
+			return "", errors.New(p.redact(fmt.Sprintf("logging in as %s failed: %v", p.cfg.User, err)))
+		}
+		defer s.logout(context.WithoutCancel(ctx))
+	}
+	rooms, err := s.joinedRooms(ctx)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s logged in, but its rooms could not be listed: %v", p.cfg.User, err)))
+	}
+	saw := fmt.Sprintf("%s logged in; %d joined room(s)", p.cfg.User, len(rooms))
+	if dest == "" {
+		return saw + " (no destination given: none read)", nil
+	}
+	direct, err := s.directRooms(ctx)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s: its direct rooms could not be read: %v", saw, err)))
+	}
+	var read []string
+	for _, room := range rooms {
+		if recipientOf(room, direct, dest) != dest {
+			continue
+		}
+		encrypted, err := s.encrypted(ctx, room)
+		switch {
+		case err != nil:
+			return "", errors.New(p.redact(fmt.Sprintf("%s: room %s could not be read: %v", saw, room, err)))
+		case encrypted:
+			return "", fmt.Errorf("%s: room %s is encrypted: the lookup cannot read it, and would answer \"can't tell\" for every delivery there", saw, room)
+		}
+		q := url.Values{"dir": {"b"}, "limit": {"1"}}
+		if err := s.call(ctx, "GET", "/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/messages", q, nil, nil); err != nil {
+			return "", errors.New(p.redact(fmt.Sprintf("%s: room %s's history could not be read: %v", saw, room, err)))
+		}
+		read = append(read, room)
+	}
+	if len(read) == 0 {
+		return "", fmt.Errorf("%s, none of them %s: join its room (or, for a person, have a direct room with them) with this account", saw, dest)
+	}
+	return fmt.Sprintf("%s; %s is room %s, its history readable", saw, dest, strings.Join(read, ", ")), nil
 }
 
 func (p *Provider) cantTell(format string, args ...any) provider.Answer {

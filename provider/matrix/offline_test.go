@@ -251,3 +251,44 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("environment with plain http and no allow_http: %+v; want refused", cfg)
 	}
 }
+
+// TestCheck: doctor's check logs in, finds the destination's room and reads its
+// newest event; it fails, naming why, where a lookup could not read the room.
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, dest string
+		mutate     func(*fakeHomeserver)
+		want       string // in what it saw, or in its error
+		ok         bool
+	}{
+		{"a person's direct room", "matrix:@bob:localhost", nil, "is room !dm:localhost, its history readable", true},
+		{"a room by its id", "matrix:!other:localhost", nil, "is room !other:localhost", true},
+		{"no destination", "", nil, "2 joined room(s) (no destination given", true},
+		{"no room with that person", "matrix:@carol:localhost", nil, "none of them matrix:@carol:localhost", false},
+		{"an encrypted room", "matrix:@bob:localhost", func(f *fakeHomeserver) { f.encrypted["!dm:localhost"] = true }, "is encrypted", false},
+		{"history that errors", "matrix:@bob:localhost", func(f *fakeHomeserver) { f.failRoom = "!dm:localhost" }, "history could not be read", false},
+		{"a wrong password", "matrix:@bob:localhost", func(f *fakeHomeserver) { f.password = "other" }, "logging in as @alice:localhost failed", false},
+		{"not a matrix id", "xmpp:bob@localhost", nil, "is not a matrix: identity", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, f := world(t, tc.mutate)
+			if tc.name == "a wrong password" {
+				p.cfg.Password = "s3cret-pw"
+			}
+			saw, err := p.Check(context.Background(), tc.dest)
+			got := saw
+			if err != nil {
+				got = err.Error()
+			}
+			if (err == nil) != tc.ok || !strings.Contains(got, tc.want) {
+				t.Fatalf("Check(%q) = %q, %v; want ok=%v and %q", tc.dest, saw, err, tc.ok, tc.want)
+			}
+			if strings.Contains(got, "s3cret-pw") || strings.Contains(got, "tok-1") {
+				t.Errorf("a secret in %q", got)
+			}
+			if err == nil && !f.loggedOut {
+				t.Error("the password login's device was not logged out")
+			}
+		})
+	}
+}

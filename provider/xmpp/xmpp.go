@@ -373,8 +373,9 @@ func (p *Provider) begin(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // Check logs in and reads the account's archiving preferences, sending nothing: what
-// `sendonce doctor` asks of a configured account. It says what it saw.
-func (p *Provider) Check(ctx context.Context) (string, error) {
+// `sendonce doctor` asks of a configured account. It says what it saw. The destination
+// (an xmpp: id, or "") is not read: the archive is the account's own.
+func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
 	ctx, cancel, account, err := p.begin(ctx)
 	if err != nil {
 		return "", err
