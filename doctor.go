@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/driver"
-	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/provider/registry"
 	storereg "github.com/sendonce/sendonce/store/registry"
 	"github.com/sendonce/sendonce/vision"
@@ -29,8 +29,8 @@ type DoctorRequest struct {
 	ProviderConfig string // the provider account; its environment variables when ""
 	// Destination is the provider id deliver would take (--dest-id): its provider is
 	// the one checked (xmpp when ""), and a Matrix account must be able to read its room.
-	Destination string
-	OCRLanguages   string // as deliver takes them ("eng+chi_sim"); the profile's when ""
+	Destination  string
+	OCRLanguages string // as deliver takes them ("eng+chi_sim"); the profile's when ""
 }
 
 // Desktop is how doctor reaches the screen: the same two parts a Deliverer uses. A nil
