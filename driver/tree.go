@@ -203,7 +203,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	// The step's timeout bounds how long the app may take to show the node, not how long
 	// one read of its tree may take: a read begun within it is let finish (up to
 	// treeReadLimit) and judged, so a loaded machine's slow bus still gets its answer.
-	deadline := time.Now().Add(r.timeout(s))
+	deadline := r.now().Add(r.timeout(s))
 	var last []*atspi.Node
 	for {
 		rctx, cancel := context.WithTimeout(ctx, treeReadLimit)
@@ -222,7 +222,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 				return nil, nil
 			}
 		}
-		if !time.Now().Before(deadline) {
+		if !r.now().Before(deadline) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: reading it: %v", ErrNoTree, err)
 			}
@@ -242,7 +242,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 			}
 			return nil, fmt.Errorf("%s still showed after %v", m, r.timeout(s))
 		}
-		sleep(ctx, min(treePoll, time.Until(deadline)))
+		sleep(ctx, min(treePoll, deadline.Sub(r.now())))
 	}
 }
 
