@@ -218,6 +218,12 @@ tb_teardown() {
         :
     fi
 
+    # The Matrix test bed (testbed/up --app nheko) by its own script, which stops what
+    # it started and removes its folder.
+    if [[ -d $TESTBED_DIR/matrix ]]; then
+        MX_DIR=$TESTBED_DIR/matrix "$(dirname "${BASH_SOURCE[0]}")/matrix" down || tb_log "WARNING: testbed/matrix down failed"
+    fi
+
     # Psi+ and the second workstation first (each app, its openbox, its Xvfb), then in
     # reverse start order: Gajim, Prosody, openbox, Xvfb.
     tb_stop_group Psi+ "${PSI_PGID:-}" "${PSI_DATA:-/nonexistent-testbed-path}"
