@@ -14,6 +14,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -314,6 +316,17 @@ func TestLiveNhekoCrash(t *testing.T) {
 			if code != exitConsumed || m["outcome"] != "refused" {
 				t.Fatalf("the rerun exited %d; want 3 refused\n%s", code, describe(m))
 			}
+			// The homeserver failing under the lookup (a history page answering 500, a
+			// media download that stalls): reconcile says it cannot tell, and the key
+			// stays consumed and unknown.
+			for fault, config := range r.faultyProviders() {
+				res := runSendonce(t, 2*time.Minute, nil, "reconcile", "--store", r.store, "--key", key, "--provider-config", config, "--json")
+				out, _ := cli(t, nil, "status", "--store", r.store, "--key", key, "--json")
+				if st := decode(t, out)["status"]; res.code != exitOK || st != "send_status_unknown" {
+					t.Fatalf("reconcile with %s: %s\nstatus %v; want it to run, and the key to stay send_status_unknown", fault, res, st)
+				}
+				t.Logf("reconcile with %s: %s", fault, strings.TrimSpace(res.stdout))
+			}
 			res := runSendonce(t, 2*time.Minute, nil, "reconcile", "--store", r.store, "--key", key, "--provider-config", r.providerConfig(), "--json")
 			t.Logf("reconcile: exit %d: %s", res.code, strings.TrimSpace(res.stdout))
 			if res.code != exitOK {
@@ -336,6 +349,52 @@ func TestLiveNhekoCrash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// faultyProviders are account files whose homeserver is Dendrite behind a proxy that
+// fails one way each: fault -> the account file.
+func (r *nhekoRun) faultyProviders() map[string]string {
+	r.t.Helper()
+	target, err := url.Parse(r.mx["MATRIX_HOMESERVER"])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for name, fault := range map[string]func(http.ResponseWriter, *http.Request) bool{
+		"a history page answering 500": func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.HasSuffix(req.URL.Path, "/messages") {
+				http.Error(w, `{"errcode":"M_UNKNOWN","error":"the database is locked"}`, 500)
+				return true
+			}
+			return false
+		},
+		"a media download that stalls": func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.Contains(req.URL.Path, "/download/") {
+				select {
+				case <-req.Context().Done():
+				case <-time.After(time.Minute):
+				}
+				return true
+			}
+			return false
+		},
+	} {
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if !fault(w, req) {
+				proxy.ServeHTTP(w, req)
+			}
+		}))
+		r.t.Cleanup(srv.Close)
+		path := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".json")
+		b, _ := json.Marshal(map[string]any{"homeserver": srv.URL, "user": "@alice:localhost",
+			"password": r.mx["MATRIX_ALICE_PASSWORD"], "allow_http": true, "timeout": "8s"})
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			r.t.Fatal(err)
+		}
+		out[name] = path
+	}
+	return out
 }
 
 // cancelUploadBar clicks Cancel in nheko's upload bar, as a person would, and waits for
