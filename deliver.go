@@ -365,7 +365,7 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 	}
 	if in.profile.SendPageProof(name) == "" {
 		closeFile()
-		return in, gate.Invalidf("%s's send page shows no name for a file like %s (names_shown_for) and the profile has no item_mark to count its items by: nothing could prove the file is the one item it sends, so it is refused before the claim (send it through an app whose profile can prove it, or give the profile an item_mark)", in.profile.App, name)
+		return in, gate.Invalidf("%s's send page does not show a name like %s whole (names_shown_for, name_shown_chars) and the profile has no item_mark to count its items by: nothing could prove the file is the one item it sends, so it is refused before the claim (rename a copy of it shorter, send it through an app whose profile can prove it, or give the profile an item_mark)", in.profile.App, name)
 	}
 	if req.Display == "" {
 		closeFile()

@@ -191,6 +191,7 @@ func TestSendPageProof(t *testing.T) {
 	previews := &Profile{App: "x", NamesShownFor: []string{"*.txt", "*.PDF"}, ItemMark: `\d+ kB`}
 	blind := &Profile{App: "x", NamesShownFor: []string{"*.txt"}}
 	choosing := &Profile{App: "x", NamesShownFor: []string{"*.txt"}, ChooseFile: []Step{{Crosses: choosingSends}}}
+	narrow := &Profile{App: "x", NameShownChars: 12}
 	for _, tc := range []struct {
 		p          *Profile
 		file, want string
@@ -202,6 +203,9 @@ func TestSendPageProof(t *testing.T) {
 		{blind, "chart.png", ""},
 		{blind, "a.txt", ProofName},
 		{choosing, "chart.png", ProofTypedPath},
+		{narrow, "twelve.chars", ProofName},
+		{narrow, "报告-第三季度-最终版.pdf", ""}, // 15 characters, more bytes
+		{narrow, "thirteen.char", ""},
 	} {
 		if got := tc.p.SendPageProof(tc.file); got != tc.want {
 			t.Errorf("%+v: SendPageProof(%s) = %q; want %q", tc.p.NamesShownFor, tc.file, got, tc.want)

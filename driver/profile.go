@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/vision"
@@ -65,6 +66,11 @@ type Profile struct {
 	// files (images, say) only as a preview proves "exactly one item, ours" for them by
 	// difference, with ItemMark, or cannot send them at all.
 	NamesShownFor []string `json:"names_shown_for,omitempty"`
+	// NameShownChars is the longest name, in characters, the send page shows whole (0:
+	// any). A longer name shows cut (a one-line field scrolled to its end), so the page
+	// cannot prove it by name: it takes ItemMark, or deliver refuses the file before
+	// the claim.
+	NameShownChars int `json:"name_shown_chars,omitempty"`
 	// ItemMark is a regular expression that each item on the send page shows once,
 	// whatever the file (a size, a type label, a caption). With it, a file whose name
 	// the send page does not show is proven the one item by difference: the send page
@@ -443,6 +449,9 @@ func (p *Profile) SendPageProof(fileName string) string {
 }
 
 func (p *Profile) namesShown(fileName string) bool {
+	if p.NameShownChars > 0 && utf8.RuneCountInString(path.Base(fileName)) > p.NameShownChars {
+		return false
+	}
 	if len(p.NamesShownFor) == 0 {
 		return true
 	}

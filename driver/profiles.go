@@ -196,6 +196,14 @@ func (p *Profile) Summary() ProfileSummary {
 				s.OneItemOurs += "NOTHING can prove it (no item_mark): deliver refuses such a file before the claim"
 			}
 		}
+		if p.NameShownChars > 0 {
+			s.OneItemOurs += fmt.Sprintf("; a name of more than %d characters shows cut, and ", p.NameShownChars)
+			if p.ItemMark != "" {
+				s.OneItemOurs += "is proven by difference (item_mark)"
+			} else {
+				s.OneItemOurs += "nothing can prove it: deliver refuses such a file before the claim"
+			}
+		}
 	}
 	if c := p.Confirm; c != nil {
 		s.Confirms = fmt.Sprintf("in the chat (%s), more finished items named like ours than before the send, the newest one's author drawn in rgb(%d,%d,%d) (our side's colour), the view at its end, held for %s",

@@ -274,6 +274,27 @@ func TestLiveNhekoWrongTitle(t *testing.T) {
 	}
 }
 
+// TestLiveNhekoLongName: a name longer than nheko's upload bar shows whole (the
+// profile's name_shown_chars) could not be proven the one item there, so deliver
+// refuses it before the claim: exit 2, the key free, nothing posted.
+func TestLiveNhekoLongName(t *testing.T) {
+	r := newNhekoRun(t)
+	file, _ := r.file("a-name-longer-than-the-bar.txt")
+	before := r.copies()
+	out, code := cli(t, liveEnv, r.deliverArgs(file, "Bob")...)
+	if code != exitUsage || !strings.Contains(out, "name_shown_chars") {
+		t.Fatalf("deliver of a long name through nheko exited %d: %s; want 2, naming name_shown_chars", code, out)
+	}
+	st, _ := cli(t, nil, "status", "--store", r.store, "--file", file, "--dest-id", "matrix:@bob:localhost", "--json")
+	if s := decode(t, st)["status"]; s != "free" {
+		t.Fatalf("the refused long name left its key %v; want free", s)
+	}
+	time.Sleep(time.Second)
+	if fresh := newUploads(before, r.copies()); len(fresh) != 0 {
+		t.Fatalf("the refused long name was followed by %v in the room", fresh)
+	}
+}
+
 // TestLiveNhekoCrash kills a nheko delivery (SIGKILL, SENDONCE_TEST_KILL_AFTER) right
 // after choose_file's crossing and right after send's, lets the lease run out, and
 // checks: the room holds at most one event with the file, the rerun is refused, and
