@@ -221,7 +221,7 @@ tb_teardown() {
     # The Matrix test bed (testbed/up --app nheko) by its own script, which stops what
     # it started and removes its folder.
     if [[ -d $TESTBED_DIR/matrix ]]; then
-        MX_DIR=$TESTBED_DIR/matrix "$(dirname "${BASH_SOURCE[0]}")/matrix" down || tb_log "WARNING: testbed/matrix down failed"
+        MX_DIR=$TESTBED_DIR/matrix "$(dirname "${BASH_SOURCE[0]}")/matrix" down 9>&- || tb_log "WARNING: testbed/matrix down failed"
     fi
 
     # Psi+ and the second workstation first (each app, its openbox, its Xvfb), then in
