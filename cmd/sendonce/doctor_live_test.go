@@ -86,16 +86,7 @@ func TestLiveDoctor(t *testing.T) {
 				args = append(args, k, flags[k])
 			}
 			out, code := cli(t, append([]string{"XDG_CONFIG_HOME=" + config, "OMP_THREAD_LIMIT=1"}, tc.env...), args...)
-			var res struct {
-				Ready  bool
-				Checks []struct {
-					Name, Saw, Fix string
-					OK             bool
-				}
-			}
-			if err := json.Unmarshal([]byte(out), &res); err != nil {
-				t.Fatalf("doctor: %v: %s", err, out)
-			}
+			res := decodeDoctor(t, out)
 			var failed, names []string
 			for _, c := range res.Checks {
 				names = append(names, c.Name)
@@ -129,4 +120,24 @@ func TestLiveDoctor(t *testing.T) {
 	if after := events(); after != before {
 		t.Fatalf("the store's event log went from %d to %d events: doctor must write none", before, after)
 	}
+}
+
+// doctorOutput is what `doctor --json` prints.
+type doctorOutput struct {
+	Ready  bool
+	Checks []doctorCheck
+}
+
+type doctorCheck struct {
+	Name, Saw, Fix string
+	OK             bool
+}
+
+func decodeDoctor(t *testing.T, out string) doctorOutput {
+	t.Helper()
+	var res doctorOutput
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("doctor: %v: %s", err, out)
+	}
+	return res
 }

@@ -207,6 +207,16 @@ func (r *nhekoRun) write(name string, content []byte) (string, string) {
 	return path, hex.EncodeToString(sum[:])
 }
 
+// wantNothingNew fails the test unless the room, given two seconds for an upload in
+// flight to land, holds no file event beyond before.
+func (r *nhekoRun) wantNothingNew(before map[string]string, when string) {
+	r.t.Helper()
+	time.Sleep(2 * time.Second)
+	if fresh := newUploads(before, r.copies()); len(fresh) != 0 {
+		r.t.Fatalf("%s the room got %v; want nothing new", when, fresh)
+	}
+}
+
 // wantOneNewCopy fails the test unless the room got exactly one new event, with sum.
 func (r *nhekoRun) wantOneNewCopy(before map[string]string, sum string) {
 	r.t.Helper()
@@ -251,10 +261,7 @@ func TestLiveNhekoDeliver(t *testing.T) {
 		if code != exitConsumed || m["outcome"] != "refused" {
 			t.Fatalf("the same delivery again exited %d; want 3 refused\n%s", code, describe(m))
 		}
-		time.Sleep(2 * time.Second)
-		if fresh := newUploads(again, r.copies()); len(fresh) != 0 {
-			t.Fatalf("after the refused delivery the room got %v; want nothing", fresh)
-		}
+		r.wantNothingNew(again, "after the refused delivery")
 	}
 }
 
@@ -268,10 +275,7 @@ func TestLiveNhekoWrongTitle(t *testing.T) {
 	if code != exitNotSent || m["outcome"] != "not_sent" {
 		t.Fatalf("deliver to a room nheko does not have exited %d; want %d not_sent\n%s", code, exitNotSent, describe(m))
 	}
-	time.Sleep(2 * time.Second)
-	if fresh := newUploads(before, r.copies()); len(fresh) != 0 {
-		t.Fatalf("not_sent, and the room got %v", fresh)
-	}
+	r.wantNothingNew(before, "after not_sent")
 }
 
 // TestLiveNhekoLongName: a name longer than nheko's upload bar shows whole (the
@@ -289,10 +293,7 @@ func TestLiveNhekoLongName(t *testing.T) {
 	if s := decode(t, st)["status"]; s != "free" {
 		t.Fatalf("the refused long name left its key %v; want free", s)
 	}
-	time.Sleep(time.Second)
-	if fresh := newUploads(before, r.copies()); len(fresh) != 0 {
-		t.Fatalf("the refused long name was followed by %v in the room", fresh)
-	}
+	r.wantNothingNew(before, "after the refused long name")
 }
 
 // TestLiveNhekoCrash kills a nheko delivery (SIGKILL, SENDONCE_TEST_KILL_AFTER) right
@@ -467,20 +468,8 @@ func TestLiveNhekoDoctor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := cli(t, liveEnv, "--json", "doctor", "--app", "nheko", "--display", r.mx["NHEKO_DISPLAY"], "--staging", r.staging,
 				"--store", r.store, "--dest-id", tc.dest, "--provider-config", tc.config)
-			var res struct {
-				Ready  bool
-				Checks []struct {
-					Name, Saw, Fix string
-					OK             bool
-				}
-			}
-			if err := json.Unmarshal([]byte(out), &res); err != nil {
-				t.Fatalf("doctor: %v: %s", err, out)
-			}
-			var provider *struct {
-				Name, Saw, Fix string
-				OK             bool
-			}
+			res := decodeDoctor(t, out)
+			var provider *doctorCheck
 			for i, c := range res.Checks {
 				if c.Name == "provider" {
 					provider = &res.Checks[i]

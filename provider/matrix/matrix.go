@@ -65,19 +65,11 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 	if err := p.cfg.check(); err != nil {
 		return provider.Answer{}, err
 	}
-	timeout := p.cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	ctx, s, end, err := p.start(ctx)
+	if err != nil {
+		return p.cantTell("%v", err), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	s := &session{p: p, token: p.cfg.AccessToken}
-	if s.token == "" {
-		if err := s.login(ctx); err != nil {
-			return p.cantTell("logging in as %s failed: %v", p.cfg.User, err), nil
-		}
-		defer s.logout(context.WithoutCancel(ctx))
-	}
+	defer end()
 	rooms, err := s.joinedRooms(ctx)
 	if err != nil {
 		return p.cantTell("listing %s's rooms failed: %v", p.cfg.User, err), nil
@@ -167,6 +159,25 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 	return provider.Answer{Result: provider.Absent, Authoritative: complete, Detail: p.redact(b.String())}, nil
 }
 
+// start bounds ctx by the configured timeout and opens a session: the configured access
+// token, or a password login of its own. end logs that login out and releases ctx.
+func (p *Provider) start(ctx context.Context) (_ context.Context, _ *session, end func(), _ error) {
+	timeout := p.cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	s := &session{p: p, token: p.cfg.AccessToken}
+	if s.token != "" {
+		return ctx, s, cancel, nil
+	}
+	if err := s.login(ctx); err != nil {
+		cancel()
+		return nil, nil, nil, fmt.Errorf("logging in as %s failed: %v", p.cfg.User, err)
+	}
+	return ctx, s, func() { s.logout(context.WithoutCancel(ctx)); cancel() }, nil
+}
+
 // recipientOf is who a room's events reach, as gate spells it: the room itself when the
 // destination names it, else the one user of a direct room, else the room.
 func recipientOf(room string, direct map[string][]string, dest string) string {
@@ -193,19 +204,11 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 		}
 		dest = id.String()
 	}
-	timeout := p.cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	ctx, s, end, err := p.start(ctx)
+	if err != nil {
+		return "", errors.New(p.redact(err.Error()))
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	s := &session{p: p, token: p.cfg.AccessToken}
-	if s.token == "" {
-		if err := s.login(ctx); err != nil {
-			return "", errors.New(p.redact(fmt.Sprintf("logging in as %s failed: %v", p.cfg.User, err)))
-		}
-		defer s.logout(context.WithoutCancel(ctx))
-	}
+	defer end()
 	rooms, err := s.joinedRooms(ctx)
 	if err != nil {
 		return "", errors.New(p.redact(fmt.Sprintf("%s logged in, but its rooms could not be listed: %v", p.cfg.User, err)))
