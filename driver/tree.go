@@ -202,7 +202,8 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	}
 	// The step's timeout bounds how long the app may take to show the node, not how long
 	// one read of its tree may take: a read begun within it is let finish (up to
-	// treeReadLimit) and judged, so a loaded machine's slow bus still gets its answer.
+	// treeReadLimit) and judged. The live Tree (accessibility.go) still cuts each
+	// snapshot at its own snapshotTime (5 s), which is lower.
 	deadline := r.now().Add(r.timeout(s))
 	var last []*atspi.Node
 	for {
