@@ -371,6 +371,12 @@ type Step struct {
 	//	 "node": {"role": "push button", "name": "Open", "states": ["sensitive"],
 	//	          "under": {"role": "dialog", "name": "Choose File to Send…"}}}
 	Node *NodeMatch `json:"node,omitempty"`
+	// Color (wait_color) is the colour the step's region must turn, nine pixels in ten
+	// within ColorTolerance (Euclidean distance in RGB; 24 when absent): a state the app
+	// shows only as colour, such as a modal popup dimming the window, read where no
+	// peer's message can paint: "color": [105, 105, 105].
+	Color          *[3]uint8 `json:"color,omitempty"`
+	ColorTolerance float64   `json:"color_tolerance,omitempty"`
 }
 
 // Condition is text that shows in a region (of the main window, or of the window
@@ -684,6 +690,12 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: a %s step needs a node", where, s.Do)
 			case s.Node != nil && !nodeSteps[s.Do]:
 				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and for wait_text, click_text, wait_gone, click_offset and hover_offset (read from the tree where there is one, by OCR or the offset where not)", where)
+			case s.Do == "wait_color" && (s.Color == nil || s.Region == nil || s.Region.From != nil):
+				return fmt.Errorf("%s: a wait_color step needs a color and a region of fixed place (a part of the window no message can paint)", where)
+			case s.Do != "wait_color" && (s.Color != nil || s.ColorTolerance != 0):
+				return fmt.Errorf("%s: color and color_tolerance are for wait_color steps only", where)
+			case s.ColorTolerance < 0 || s.ColorTolerance > 442:
+				return fmt.Errorf("%s: color_tolerance %v: it is a distance in RGB, 0 to 442", where, s.ColorTolerance)
 			case s.AfterChange && s.Do != "wait_text":
 				return fmt.Errorf("%s: after_change is for wait_text steps only", where)
 			case s.AfterChange && !inputBefore(ph.steps[:i]):

@@ -36,6 +36,9 @@ type stepKindOf struct {
 //	                  control without a label shows its tooltip: wait_text it, then click)
 //	wait_text         wait until Text shows in Region and holds still
 //	wait_gone         wait until Text no longer shows in Region
+//	wait_color        wait until Region shows Color (nine pixels in ten, within
+//	                  ColorTolerance): a state shown only as colour, such as a modal
+//	                  popup dimming the window
 //	wait_window       wait until a window titled Window is viewable
 //	wait_window_gone  wait until no window titled Window is viewable
 //	escape_window     while a window titled Window is viewable, activate it and press Escape
@@ -74,6 +77,7 @@ var stepKinds = map[string]stepKindOf{
 	"hover_text":    {input: true, act: (*Runner).textStep},
 	"wait_text":     {act: (*Runner).textStep},
 	"wait_gone":     {act: (*Runner).waitGone},
+	"wait_color":    {act: (*Runner).waitColor},
 	"escape_text":   {input: true, typed: true, planned: escapePlanned, act: (*Runner).escapeText},
 	"escape_window": {input: true, planned: escapePlanned, act: (*Runner).escapeWindow},
 	"wait_window": {act: func(r *Runner, ctx context.Context, s Step, _ *evidence.Record) error {

@@ -104,8 +104,10 @@ func (r *nhekoRun) get(path string) []byte {
 	return b
 }
 
-// copies is what the room holds as Bob reads it: the id of each file or image event
-// alice sent -> the SHA-256 of the content it links.
+// copies is what the room holds as Bob reads it: the id of each message alice sent ->
+// for a file or an image, the SHA-256 of the content it links; for any other message
+// (text a step typed into the composer and sent), its msgtype and body, so that a
+// stray text counts as something new.
 func (r *nhekoRun) copies() map[string]string {
 	r.t.Helper()
 	out := map[string]string{}
@@ -123,6 +125,7 @@ func (r *nhekoRun) copies() map[string]string {
 				Content struct {
 					MsgType string `json:"msgtype"`
 					URL     string `json:"url"`
+					Body    string `json:"body"`
 				} `json:"content"`
 			} `json:"chunk"`
 			End string `json:"end"`
@@ -131,7 +134,11 @@ func (r *nhekoRun) copies() map[string]string {
 			r.t.Fatal(err)
 		}
 		for _, e := range msgs.Chunk {
-			if e.Type != "m.room.message" || e.Sender != "@alice:localhost" || (e.Content.MsgType != "m.file" && e.Content.MsgType != "m.image") {
+			if e.Type != "m.room.message" || e.Sender != "@alice:localhost" {
+				continue
+			}
+			if e.Content.MsgType != "m.file" && e.Content.MsgType != "m.image" {
+				out[e.EventID] = e.Content.MsgType + ": " + e.Content.Body
 				continue
 			}
 			mxc, ok := strings.CutPrefix(e.Content.URL, "mxc://")
@@ -208,7 +215,7 @@ func (r *nhekoRun) write(name string, content []byte) (string, string) {
 }
 
 // wantNothingNew fails the test unless the room, given two seconds for an upload in
-// flight to land, holds no file event beyond before.
+// flight to land, holds no message of alice's (a file or a text) beyond before.
 func (r *nhekoRun) wantNothingNew(before map[string]string, when string) {
 	r.t.Helper()
 	time.Sleep(2 * time.Second)
@@ -222,7 +229,7 @@ func (r *nhekoRun) wantOneNewCopy(before map[string]string, sum string) {
 	r.t.Helper()
 	fresh := r.waitCopies(before, sum)
 	if len(fresh) != 1 || countSHA(fresh, sum) != 1 {
-		r.t.Fatalf("the room got %d new file events (%v); want exactly one, with SHA-256 %s", len(fresh), fresh, sum)
+		r.t.Fatalf("the room got %d new messages of alice's (%v); want exactly one, a file with SHA-256 %s", len(fresh), fresh, sum)
 	}
 }
 
@@ -303,7 +310,7 @@ func TestLiveNhekoLongName(t *testing.T) {
 // (sent_verified with one event; never sent_verified with none).
 func TestLiveNhekoCrash(t *testing.T) {
 	for _, cp := range []struct {
-		name, file string // a name nheko's upload bar shows whole (about 20 characters)
+		name, file string // a name nheko's upload bar shows whole (16 characters at most: name_shown_chars)
 		pressed    bool
 	}{{"file_chosen", "crash-chosen.txt", false}, {"send_pressed", "crash-sent.txt", true}} {
 		t.Run(cp.name, func(t *testing.T) {
@@ -338,16 +345,31 @@ func TestLiveNhekoCrash(t *testing.T) {
 			if code != exitConsumed || m["outcome"] != "refused" {
 				t.Fatalf("the rerun exited %d; want 3 refused\n%s", code, describe(m))
 			}
-			// The homeserver failing under the lookup (a history page answering 500, a
-			// media download that stalls): reconcile says it cannot tell, and the key
-			// stays consumed and unknown.
+			// The homeserver failing under the lookup (down, a history page answering
+			// 500, a media download that stalls): reconcile says it cannot tell, and the
+			// key stays consumed and unknown. A stalled download counts only where
+			// there is something to download: with no event of the file's name in the
+			// room, "absent" is the honest answer, and the key stays unknown all the
+			// same (it crossed choose_file).
 			for fault, config := range r.faultyProviders() {
 				res := runSendonce(t, 2*time.Minute, nil, "reconcile", "--store", r.store, "--key", key, "--provider-config", config, "--json")
+				t.Logf("reconcile with %s: %s", fault, strings.TrimSpace(res.stdout))
+				var rec struct {
+					Reconciled []struct {
+						Result string `json:"result"`
+					} `json:"reconciled"`
+				}
+				if err := json.Unmarshal([]byte(res.stdout), &rec); err != nil || len(rec.Reconciled) != 1 {
+					t.Fatalf("reconcile with %s: %s (%v); want one result", fault, res, err)
+				}
+				got := rec.Reconciled[0].Result
+				if got != "cant_tell" && !(fault == "a media download that stalls" && !cp.pressed && got == "absent") {
+					t.Errorf("reconcile with %s answered %q; want cant_tell", fault, got)
+				}
 				out, _ := cli(t, nil, "status", "--store", r.store, "--key", key, "--json")
 				if st := decode(t, out)["status"]; res.code != exitOK || st != "send_status_unknown" {
 					t.Fatalf("reconcile with %s: %s\nstatus %v; want it to run, and the key to stay send_status_unknown", fault, res, st)
 				}
-				t.Logf("reconcile with %s: %s", fault, strings.TrimSpace(res.stdout))
 			}
 			res := runSendonce(t, 2*time.Minute, nil, "reconcile", "--store", r.store, "--key", key, "--provider-config", r.providerConfig(), "--json")
 			t.Logf("reconcile: exit %d: %s", res.code, strings.TrimSpace(res.stdout))
@@ -373,8 +395,8 @@ func TestLiveNhekoCrash(t *testing.T) {
 	}
 }
 
-// faultyProviders are account files whose homeserver is Dendrite behind a proxy that
-// fails one way each: fault -> the account file.
+// faultyProviders are account files whose homeserver is down, or Dendrite behind a
+// proxy that fails one way each: fault -> the account file.
 func (r *nhekoRun) faultyProviders() map[string]string {
 	r.t.Helper()
 	target, err := url.Parse(r.mx["MATRIX_HOMESERVER"])
@@ -383,6 +405,7 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 	}
 	out := map[string]string{}
 	for name, fault := range map[string]func(http.ResponseWriter, *http.Request) bool{
+		"the homeserver down": nil, // a server closed before the lookup
 		"a history page answering 500": func(w http.ResponseWriter, req *http.Request) bool {
 			if strings.HasSuffix(req.URL.Path, "/messages") {
 				http.Error(w, `{"errcode":"M_UNKNOWN","error":"the database is locked"}`, 500)
@@ -407,6 +430,9 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 				proxy.ServeHTTP(w, req)
 			}
 		}))
+		if fault == nil {
+			srv.Close()
+		}
 		r.t.Cleanup(srv.Close)
 		path := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".json")
 		b, _ := json.Marshal(map[string]any{"homeserver": srv.URL, "user": "@alice:localhost",
