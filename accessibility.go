@@ -27,8 +27,18 @@ type accessibility struct {
 	apps    map[int]atspi.App // by process id
 }
 
-// snapshotTime bounds one read of an app's tree (a step's wait bounds it too).
+// snapshotTime bounds one read of an app's tree when the read's scope does not (a
+// step's wait gives its reads longer).
 const snapshotTime = 5 * time.Second
+
+// snapshotLimits are the bounds of one read of an app's tree in scope.
+func snapshotLimits(scope driver.TreeScope) atspi.Limits {
+	l := atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within, ThroughViewports: scope.ThroughViewports}
+	if scope.Time > 0 {
+		l.Time = scope.Time
+	}
+	return l
+}
 
 func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.TreeScope) (*atspi.Node, error) {
 	t.mu.Lock()
@@ -50,7 +60,7 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.Tree
 		}
 		t.apps[pid] = app
 	}
-	n, err := t.bus.Snapshot(ctx, app.Ref, atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within, ThroughViewports: scope.ThroughViewports})
+	n, err := t.bus.Snapshot(ctx, app.Ref, snapshotLimits(scope))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}

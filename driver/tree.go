@@ -31,6 +31,10 @@ type TreeScope struct {
 	// other reads skip them (they double a read of Gajim's window). A replay keys its
 	// trees by the other fields (the chat's region tells its reads apart).
 	ThroughViewports bool `json:"-"`
+	// Time bounds one read of the tree; 0 leaves it to the reader (the live one cuts a
+	// read at 5 s). A wait gives its reads longer (treeReadLimit): how slowly the bus
+	// answers is not what it waits for.
+	Time time.Duration `json:"-"`
 }
 
 // ErrNoTree: the profile reads the app's accessibility tree, and there is none to read.
@@ -113,7 +117,7 @@ func (r *Runner) probeTree(ctx context.Context) error {
 		err = errors.New("the app's window names no process id (_NET_WM_PID) to find its tree by")
 	default:
 		pctx, cancel := context.WithTimeout(ctx, probeTime)
-		_, err = r.Tree.Snapshot(pctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}})
+		_, err = r.Tree.Snapshot(pctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Time: probeTime})
 		cancel()
 	}
 	r.treeOK, r.treeNote = err == nil, "read"
@@ -202,13 +206,12 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	}
 	// The step's timeout bounds how long the app may take to show the node, not how long
 	// one read of its tree may take: a read begun within it is let finish (up to
-	// treeReadLimit) and judged. The live Tree (accessibility.go) still cuts each
-	// snapshot at its own snapshotTime (5 s), which is lower.
+	// treeReadLimit, which the scope passes to the reader) and judged.
 	deadline := r.now().Add(r.timeout(s))
 	var last []*atspi.Node
 	for {
 		rctx, cancel := context.WithTimeout(ctx, treeReadLimit)
-		tree, err := r.Tree.Snapshot(rctx, r.window.PID, TreeScope{Windows: windows})
+		tree, err := r.Tree.Snapshot(rctx, r.window.PID, TreeScope{Windows: windows, Time: treeReadLimit})
 		cancel()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for %s: %w", m, ctx.Err())
