@@ -204,8 +204,15 @@ func TestSendPageProof(t *testing.T) {
 		{blind, "a.txt", ProofName},
 		{choosing, "chart.png", ProofTypedPath},
 		{narrow, "twelve.chars", ProofName},
-		{narrow, "报告-第三季度-最终版.pdf", ""}, // 15 characters, more bytes
+		{narrow, "报告-第三季度-最终版.pdf", ""}, // 15 characters, 24 cells
+		{narrow, "报告-第三.pdf", ""},       // 9 characters, 13 cells
+		{narrow, "报告-三.pdf", ProofName}, // 8 characters, 11 cells
 		{narrow, "thirteen.char", ""},
+		{narrow, "café-noël.txt", ""},                   // 13 characters
+		{narrow, "cafe\u0301-noe\u0308l.tx", ProofName}, // 14 code points, 12 cells: two combining accents
+		{narrow, "отчёт-2026.txt", ""},                  // 14 cells: Cyrillic is narrow
+		{narrow, "отчёт-26.txt", ProofName},             // 12
+		{narrow, "🎉🎉-party.txt", ""},                    // 13 characters, 15 cells
 	} {
 		if got := tc.p.SendPageProof(tc.file); got != tc.want {
 			t.Errorf("%+v: SendPageProof(%s) = %q; want %q", tc.p.NamesShownFor, tc.file, got, tc.want)

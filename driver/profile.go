@@ -10,10 +10,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/vision"
+	"golang.org/x/text/width"
 )
 
 //go:embed profiles/*.json
@@ -66,8 +67,9 @@ type Profile struct {
 	// files (images, say) only as a preview proves "exactly one item, ours" for them by
 	// difference, with ItemMark, or cannot send them at all.
 	NamesShownFor []string `json:"names_shown_for,omitempty"`
-	// NameShownChars is the longest name, in characters, the send page shows whole (0:
-	// any). A longer name shows cut (a one-line field scrolled to its end), so the page
+	// NameShownChars is the longest name, in character cells (a CJK character or an
+	// emoji takes two, a combining accent none), the send page shows whole (0: any). A
+	// longer name shows cut (a one-line field scrolled to its end), so the page
 	// cannot prove it by name: it takes ItemMark, or deliver refuses the file before
 	// the claim.
 	NameShownChars int `json:"name_shown_chars,omitempty"`
@@ -454,8 +456,24 @@ func (p *Profile) SendPageProof(fileName string) string {
 	return ""
 }
 
+// textCells is how many character cells s takes on screen: two for a wide or
+// full-width character (CJK, most emoji), none for a combining mark, one for others.
+func textCells(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200d' || unicode.Is(unicode.Variation_Selector, r):
+		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 func (p *Profile) namesShown(fileName string) bool {
-	if p.NameShownChars > 0 && utf8.RuneCountInString(path.Base(fileName)) > p.NameShownChars {
+	if p.NameShownChars > 0 && textCells(path.Base(fileName)) > p.NameShownChars {
 		return false
 	}
 	if len(p.NamesShownFor) == 0 {

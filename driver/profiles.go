@@ -197,7 +197,7 @@ func (p *Profile) Summary() ProfileSummary {
 			}
 		}
 		if p.NameShownChars > 0 {
-			s.OneItemOurs += fmt.Sprintf("; a name of more than %d characters shows cut, and ", p.NameShownChars)
+			s.OneItemOurs += fmt.Sprintf("; a name of more than %d character cells (a CJK character or an emoji takes two) shows cut, and ", p.NameShownChars)
 			if p.ItemMark != "" {
 				s.OneItemOurs += "is proven by difference (item_mark)"
 			} else {
