@@ -128,7 +128,7 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	ns := "xmpp"
+	ns := registry.AccountNamespace(req.ProviderConfig, getenv)
 	if req.Destination != "" {
 		id, err := gate.ProviderID(req.Destination)
 		if err != nil {
@@ -137,8 +137,15 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 			ns = id.Namespace()
 		}
 	}
-	if _, ran := check(out, "provider"); !ran && registry.Configured(ns, req.ProviderConfig, getenv) {
+	switch _, ran := check(out, "provider"); {
+	case ran:
+	case registry.Configured(ns, req.ProviderConfig, getenv):
 		add(doctorProvider(ctx, ns, req.Destination, req.ProviderConfig, getenv))
+	case req.Destination != "":
+		// Not a failure: a delivery needs no provider. But the destination was named,
+		// so say what its absence costs.
+		add("provider", nil, fmt.Sprintf("no %s account given: deliveries to %s are confirmed on screen only, and reconcile cannot ask the provider", ns, req.Destination),
+			"give --provider-config FILE (docs/delivering.md names its fields)")
 	}
 	out.Ready = true
 	for _, c := range out.Checks {

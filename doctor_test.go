@@ -5,7 +5,9 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce"
@@ -67,5 +69,53 @@ func TestDoctorSendsNoInput(t *testing.T) {
 	}
 	if desk.inputs != 0 {
 		t.Fatalf("doctor sent %d input event(s) to the desktop; want none", desk.inputs)
+	}
+}
+
+// TestDoctorProviderChoice: doctor checks the provider the destination names, else the
+// one whose account it is given; a destination named without an account is said (not
+// a failure: a delivery needs no provider), and no password is ever printed.
+func TestDoctorProviderChoice(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "sendonce.db")
+	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := driver.LoadProfile(driver.KnownApps()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	matrixAccount := filepath.Join(dir, "matrix.json")
+	if err := os.WriteFile(matrixAccount, []byte(`{"homeserver": "http://127.0.0.1:1", "user": "@alice:localhost", "password": "pw-NOT-PRINTED", "allow_http": true, "timeout": "2s"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dest, config string
+		ok                 bool
+		saw                string
+	}{
+		{"a Matrix destination, no account", "matrix:@bob:localhost", "", true, "no matrix account given: deliveries to matrix:@bob:localhost are confirmed on screen only"},
+		{"a Matrix account, no destination", "", matrixAccount, false, "127.0.0.1:1"},
+		{"both", "matrix:@bob:localhost", matrixAccount, false, "127.0.0.1:1"},
+	} {
+		desk := &lookOnly{win: driver.Window{ID: 1, Title: p.WindowTitle, Process: p.Process, Viewable: true, Bounds: image.Rect(0, 19, 1280, 800)}}
+		res := sendonce.Doctor(ctx, sendonce.DoctorRequest{Store: loc, Profile: p, Display: ":fake", Staging: filepath.Join(dir, "staging"), Destination: c.dest, ProviderConfig: c.config},
+			sendonce.Options{Getenv: func(string) string { return "" }},
+			sendonce.Desktop{OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return desk, func() {}, nil }, OCR: oneWord{}})
+		var got *sendonce.DoctorCheck
+		for i := range res.Checks {
+			if res.Checks[i].Name == "provider" {
+				got = &res.Checks[i]
+			}
+		}
+		switch {
+		case got == nil:
+			t.Errorf("%s: no provider check in %+v", c.name, res.Checks)
+		case got.OK != c.ok || !strings.Contains(got.Saw, c.saw) || strings.Contains(got.Saw, "xmpp") || strings.Contains(got.Saw+got.Fix, "pw-NOT-PRINTED"):
+			t.Errorf("%s: %+v; want ok %v, saw naming %q, nothing of XMPP, no password", c.name, *got, c.ok, c.saw)
+		case res.Ready != c.ok:
+			t.Errorf("%s: ready %v; want %v", c.name, res.Ready, c.ok)
+		}
 	}
 }

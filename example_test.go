@@ -84,6 +84,11 @@ func ExampleClient_Reconcile() {
 	permit := sendonce.PermitRef{Key: claim.Key, Task: "agent-1", Token: claim.Token}
 	c.Cross(ctx, permit, "send", "")
 	c.Record(ctx, permit, sendonce.RecordRequest{Outcome: "send_status_unknown"})
+	// Another to a Matrix user: an XMPP account cannot answer for it.
+	claim, _ = c.Claim(ctx, sendonce.ClaimRequest{Destination: sendonce.Destination{ProviderID: "matrix:@bob:example.org"}, Content: content, Task: "agent-2"})
+	permit = sendonce.PermitRef{Key: claim.Key, Task: "agent-2", Token: claim.Token}
+	c.Cross(ctx, permit, "send", "")
+	c.Record(ctx, permit, sendonce.RecordRequest{Outcome: "send_status_unknown"})
 
 	account := filepath.Join(dir, "alice.json")
 	os.WriteFile(account, []byte(`{"jid": "alice@example.org", "password": "secret", "addr": "127.0.0.1:5222"}`), 0o600)
@@ -95,5 +100,6 @@ func ExampleClient_Reconcile() {
 		fmt.Println(r.Result+":", r.Detail)
 	}
 	// Output:
-	// skipped: the key has no provider id (deliver with --dest-id xmpp:...), so the provider cannot be asked
+	// skipped: the key has no provider id (deliver with --dest-id xmpp:... or matrix:...), so the provider cannot be asked
+	// skipped: the key's destination is a matrix id and this run asks xmpp: reconcile it with --key, or with --provider matrix
 }

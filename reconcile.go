@@ -20,7 +20,8 @@ type ReconcileRequest struct {
 	// Key limits reconcile to this key's unknown attempts; every unknown attempt when "".
 	Key string
 	// Namespace is the provider to ask; when "", the provider the key's destination
-	// names (with Key), else "xmpp". Attempts whose keys name no identity of it are
+	// names (with Key), else the one whose account ProviderConfig (or the environment)
+	// holds, XMPP's when it could be either. Attempts whose keys name no identity of it are
 	// skipped.
 	Namespace string
 	// ProviderConfig is the account file; the provider's environment variables (through
@@ -52,7 +53,7 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		ns = only.Identity().Namespace()
 	}
 	if ns == "" {
-		ns = "xmpp"
+		ns = registry.AccountNamespace(req.ProviderConfig, c.getenv)
 	}
 	p, err := registry.Open(ns, req.ProviderConfig, c.getenv)
 	if err != nil {
@@ -186,16 +187,25 @@ func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provide
 // intent's key in the provider's namespace) and the file as its evidence bundle names
 // it; or why it cannot be asked.
 func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyRecord) (provider.Dispatch, string) {
-	var dest string
+	var dest, other string
 	var digest gate.Digest
 	for _, kr := range ks {
 		k, err := gate.ParseKey(kr.Key)
-		if err == nil && k.Identity().Namespace() == ns && (dest == "" || k.Version() == gate.KeyVersion) {
+		if err != nil {
+			continue
+		}
+		switch got := k.Identity().Namespace(); {
+		case got == ns && (dest == "" || k.Version() == gate.KeyVersion):
 			dest, digest = k.Identity().String(), k.Digest() // the current scheme's spelling, when the intent has one
+		case got != ns && registry.Known(got):
+			other = got
 		}
 	}
-	if dest == "" {
-		return provider.Dispatch{}, "the key has no provider id (deliver with --dest-id xmpp:...), so the provider cannot be asked"
+	switch {
+	case dest == "" && other != "":
+		return provider.Dispatch{}, fmt.Sprintf("the key's destination is a %s id and this run asks %s: reconcile it with --key, or with --provider %s", other, ns, other)
+	case dest == "":
+		return provider.Dispatch{}, "the key has no provider id (deliver with --dest-id xmpp:... or matrix:...), so the provider cannot be asked"
 	}
 	name, size := a.FileName, a.Size
 	if name == "" { // an attempt stored before attempts named their file: its bundle does

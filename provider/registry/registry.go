@@ -27,6 +27,18 @@ func Configured(namespace, configPath string, getenv func(string) string) bool {
 	return false
 }
 
+// AccountNamespace is the namespace whose account configPath (or, without one, the
+// environment) holds, for a run that names no destination to choose by: "xmpp" when
+// it holds an XMPP account or neither loads, "matrix" when only a Matrix one does.
+func AccountNamespace(configPath string, getenv func(string) string) string {
+	if _, err := xmpp.LoadConfig(configPath, getenv); err != nil {
+		if _, err := matrix.LoadConfig(configPath, getenv); err == nil {
+			return "matrix"
+		}
+	}
+	return "xmpp"
+}
+
 // Open returns the provider for namespace with the account from configPath, or from
 // the environment through getenv. Bad or missing configuration wraps gate.ErrInvalid.
 func Open(namespace, configPath string, getenv func(string) string) (provider.Provider, error) {
