@@ -144,8 +144,7 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 	case req.Destination != "":
 		// Not a failure: a delivery needs no provider. But the destination was named,
 		// so say what its absence costs.
-		add("provider", nil, fmt.Sprintf("no %s account given: deliveries to %s are confirmed on screen only, and reconcile cannot ask the provider", ns, req.Destination),
-			"give --provider-config FILE (docs/delivering.md names its fields)")
+		add("provider", nil, fmt.Sprintf("no %s account given: deliveries to %s are confirmed on screen only, and reconcile cannot ask the provider (give --provider-config FILE; docs/delivering.md names its fields)", ns, req.Destination), "")
 	}
 	out.Ready = true
 	for _, c := range out.Checks {

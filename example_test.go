@@ -101,5 +101,5 @@ func ExampleClient_Reconcile() {
 	}
 	// Output:
 	// skipped: the key has no provider id (deliver with --dest-id xmpp:... or matrix:...), so the provider cannot be asked
-	// skipped: the key's destination is a matrix id and this run asks xmpp: reconcile it with --key, or with --provider matrix
+	// skipped: the key's destination is matrix's and this run asks xmpp: reconcile it with --key, or with --provider matrix and that provider's account
 }

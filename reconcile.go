@@ -203,7 +203,7 @@ func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyReco
 	}
 	switch {
 	case dest == "" && other != "":
-		return provider.Dispatch{}, fmt.Sprintf("the key's destination is a %s id and this run asks %s: reconcile it with --key, or with --provider %s", other, ns, other)
+		return provider.Dispatch{}, fmt.Sprintf("the key's destination is %s's and this run asks %s: reconcile it with --key, or with --provider %s and that provider's account", other, ns, other)
 	case dest == "":
 		return provider.Dispatch{}, "the key has no provider id (deliver with --dest-id xmpp:... or matrix:...), so the provider cannot be asked"
 	}

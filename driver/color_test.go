@@ -57,6 +57,8 @@ func fill(m *image.RGBA, c color.Color) {
 type dimsOnShortcut struct {
 	*sendsOnChoose
 	works, dimmed bool
+	flickers      bool // the dimming shows in every other capture only
+	captures      int
 	typed         []string
 }
 
@@ -74,7 +76,8 @@ func (d *dimsOnShortcut) Type(_ context.Context, text string) error {
 
 func (d *dimsOnShortcut) Capture(_ context.Context, r image.Rectangle) (*image.RGBA, error) {
 	m := image.NewRGBA(r)
-	if d.dimmed {
+	d.captures++
+	if d.dimmed && (!d.flickers || d.captures%2 == 0) {
 		fill(m, color.RGBA{105, 105, 105, 255})
 	} else {
 		fill(m, color.White)
@@ -92,10 +95,12 @@ const colorProfile = `{"app":"x","process":"x","window_title":"X",
  "choose_file":[{"name":"choose and send","do":"key","keys":"Return","class":"submit","crosses":"choose_file,send"}]}`
 
 // TestWaitColorGatesTyping: the title is typed only once the window shows the popup's
-// colour; a shortcut that opened nothing stops the delivery before anything is typed.
+// colour in two captures in a row; a shortcut that opened nothing, or a colour that
+// shows in one capture and not the next, stops the delivery before anything is typed.
 func TestWaitColorGatesTyping(t *testing.T) {
-	for _, works := range []bool{true, false} {
-		desk := &dimsOnShortcut{sendsOnChoose: treeDesk(), works: works}
+	for _, c := range []struct{ works, flickers bool }{{true, false}, {false, false}, {true, true}} {
+		works := c.works && !c.flickers
+		desk := &dimsOnShortcut{sendsOnChoose: treeDesk(), works: c.works, flickers: c.flickers}
 		r, crossed := runnerOn(t, desk, desk.sendsOnChoose, readsBob{}, colorProfile)
 		_, err := r.Deliver(context.Background())
 		if works {
@@ -115,7 +120,7 @@ func TestWaitColorGatesTyping(t *testing.T) {
 }
 
 func TestProfileColorFields(t *testing.T) {
-	base := `{"app":"x","process":"x","choose_file":[%s,{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+	base := `{"app":"x","process":"x","chat":{"region":{"x":0,"y":100,"w":0,"h":0}},"choose_file":[%s,{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
 	for step, want := range map[string]string{
 		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[1,2,3]}`:                        "",
 		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[1,2,3],"color_tolerance":40}`:   "",
@@ -126,6 +131,11 @@ func TestProfileColorFields(t *testing.T) {
 		`{"name":"w","do":"key","class":"safe","keys":"a","color_tolerance":3}`:                                                   "for wait_color steps only",
 		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9,"from":{"text":"a"}},"color":[1,2,3]}`:    "fixed place",
 		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[1,2,3],"color_tolerance":500}`:  "0 to 442",
+		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[105]}`:                          "three numbers",
+		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[1,2,3,4]}`:                      "three numbers",
+		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9},"color":[300,0,0]}`:                      "0 to 255",
+		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":90,"w":9,"h":20},"color":[1,2,3]}`:                      "reads the chat region",
+		`{"name":"w","do":"wait_color","class":"safe","region":{"x":0,"y":0,"w":9,"h":9,"centred":true},"color":[1,2,3]}`:         "fixed place",
 		`{"name":"w","do":"wait_color","class":"may_submit","region":{"x":0,"y":0,"w":9,"h":9},"color":[1,2,3],"crosses":"send"}`: "must send input",
 	} {
 		_, err := ParseProfile([]byte(strings.Replace(base, "%s", step, 1)))

@@ -208,11 +208,13 @@ func TestSendPageProof(t *testing.T) {
 		{narrow, "报告-第三.pdf", ""},       // 9 characters, 13 cells
 		{narrow, "报告-三.pdf", ProofName}, // 8 characters, 11 cells
 		{narrow, "thirteen.char", ""},
-		{narrow, "café-noël.txt", ""},                   // 13 characters
-		{narrow, "cafe\u0301-noe\u0308l.tx", ProofName}, // 14 code points, 12 cells: two combining accents
-		{narrow, "отчёт-2026.txt", ""},                  // 14 cells: Cyrillic is narrow
-		{narrow, "отчёт-26.txt", ProofName},             // 12
-		{narrow, "🎉🎉-party.txt", ""},                    // 13 characters, 15 cells
+		{narrow, "café-noël.txt", ""},                     // 13 characters
+		{narrow, "cafe\u0301-noe\u0308l.tx", ProofName},   // 14 code points, 12 cells: two combining accents
+		{narrow, "отчёт-2026.txt", ""},                    // 14 cells: Cyrillic is narrow
+		{narrow, "отчёт-26.txt", ProofName},               // 12
+		{narrow, "🎉🎉-party.txt", ""},                      // 13 characters, 15 cells
+		{narrow, "\u2764\ufe0f\u2764\ufe0f-love.txt", ""}, // 11 characters and 2 selectors, 13 cells: two hearts drawn as emoji
+		{narrow, "\u2764\u2764-love.txt", ProofName},      // 12 cells: the hearts as text
 	} {
 		if got := tc.p.SendPageProof(tc.file); got != tc.want {
 			t.Errorf("%+v: SendPageProof(%s) = %q; want %q", tc.p.NamesShownFor, tc.file, got, tc.want)

@@ -377,8 +377,8 @@ type Step struct {
 	// within ColorTolerance (Euclidean distance in RGB; 24 when absent): a state the app
 	// shows only as colour, such as a modal popup dimming the window, read where no
 	// peer's message can paint: "color": [105, 105, 105].
-	Color          *[3]uint8 `json:"color,omitempty"`
-	ColorTolerance float64   `json:"color_tolerance,omitempty"`
+	Color          *RGB    `json:"color,omitempty"`
+	ColorTolerance float64 `json:"color_tolerance,omitempty"`
 }
 
 // Condition is text that shows in a region (of the main window, or of the window
@@ -457,16 +457,26 @@ func (p *Profile) SendPageProof(fileName string) string {
 }
 
 // textCells is how many character cells s takes on screen: two for a wide or
-// full-width character (CJK, most emoji), none for a combining mark, one for others.
+// full-width character (CJK, most emoji, and a character an emoji presentation
+// selector U+FE0F makes an emoji: "❤️"), none for a combining mark, one for others.
 func textCells(s string) int {
-	n := 0
+	n, last := 0, 0
 	for _, r := range s {
+		w := 1
 		switch {
+		case r == '\ufe0f' && last == 1:
+			w = 1 // the character before it drawn as an emoji: two cells in all
 		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200d' || unicode.Is(unicode.Variation_Selector, r):
+			w = 0
 		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
-			n += 2
-		default:
-			n++
+			w = 2
+		}
+		n += w
+		if w > 0 {
+			last = w
+		}
+		if r == '\ufe0f' {
+			last = 2
 		}
 	}
 	return n
@@ -708,8 +718,10 @@ func (p *Profile) validate() error {
 				return fmt.Errorf("%s: a %s step needs a node", where, s.Do)
 			case s.Node != nil && !nodeSteps[s.Do]:
 				return fmt.Errorf("%s: node is for wait_node, wait_node_gone and click_node steps, and for wait_text, click_text, wait_gone, click_offset and hover_offset (read from the tree where there is one, by OCR or the offset where not)", where)
-			case s.Do == "wait_color" && (s.Color == nil || s.Region == nil || s.Region.From != nil):
+			case s.Do == "wait_color" && (s.Color == nil || s.Region == nil || s.Region.From != nil || s.Region.Centred):
 				return fmt.Errorf("%s: a wait_color step needs a color and a region of fixed place (a part of the window no message can paint)", where)
+			case s.Do == "wait_color" && p.chatShows(ph.name) && p.overlapsChat(s):
+				return fmt.Errorf("%s: wait_color reads the chat region while the conversation shows: a peer's image could show that colour; read a part of the window no message can paint", where)
 			case s.Do != "wait_color" && (s.Color != nil || s.ColorTolerance != 0):
 				return fmt.Errorf("%s: color and color_tolerance are for wait_color steps only", where)
 			case s.ColorTolerance < 0 || s.ColorTolerance > 442:

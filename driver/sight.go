@@ -23,8 +23,8 @@ type Confirm struct {
 	// AuthorColor is the colour the app draws our own side's author in (a peer cannot
 	// choose it by choosing a name); ColorTolerance is how far, as an RGB distance, the
 	// ink read may be from it.
-	AuthorColor    [3]uint8 `json:"author_color"`
-	ColorTolerance float64  `json:"color_tolerance"`
+	AuthorColor    RGB     `json:"author_color"`
+	ColorTolerance float64 `json:"color_tolerance"`
 	// Progress are words that show an item in progress (an upload's percentage).
 	Progress []string `json:"progress"`
 	// EndBlank is a region of the window that is blank exactly when the conversation
@@ -98,12 +98,7 @@ func (c *Confirm) inkMatches(look vision.Look, box image.Rectangle) bool {
 	if !ok {
 		return false
 	}
-	var d float64
-	for i := range ink {
-		x := ink[i] - float64(c.AuthorColor[i])
-		d += x * x
-	}
-	return math.Sqrt(d) <= c.ColorTolerance
+	return rgbDistance(ink, c.AuthorColor.float()) <= c.ColorTolerance
 }
 
 // inkColor is the mean colour of a box's text pixels: those far from the background.
@@ -132,14 +127,7 @@ func inkColor(frame *image.RGBA, box image.Rectangle) ([3]float64, bool) {
 	}
 	// Text pixels are those at least half as far from the background as the farthest;
 	// antialiased edges between them and the background are left out.
-	dist := func(p [3]uint8) float64 {
-		var d float64
-		for i := range p {
-			x := float64(p[i]) - float64(bg[i])
-			d += x * x
-		}
-		return math.Sqrt(d)
-	}
+	dist := func(p [3]uint8) float64 { return rgbDistance(RGB(p).float(), RGB(bg).float()) }
 	far := 0.0
 	for p := range counts {
 		far = max(far, dist(p))

@@ -141,7 +141,7 @@ type Record struct {
 
 // Target is how a step found what it acted on.
 type Target struct {
-	Method     string   `json:"method"` // "shortcut", "ocr_anchor", "template", "window_offset", "chooser_path", "x_selection" (a field's text, read through the X selection)
+	Method     string   `json:"method"` // "shortcut", "ocr_anchor", "template", "window_offset", "chooser_path", "x_selection" (a field's text, read through the X selection), "accessibility_tree", "color" (a region's colour, wait_color)
 	Words      []string `json:"words,omitempty"`
 	Box        *Box     `json:"box,omitempty"`
 	Confidence float64  `json:"confidence,omitempty"`

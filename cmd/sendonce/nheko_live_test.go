@@ -13,6 +13,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -405,7 +406,7 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 	}
 	out := map[string]string{}
 	for name, fault := range map[string]func(http.ResponseWriter, *http.Request) bool{
-		"the homeserver down": nil, // a server closed before the lookup
+		"the homeserver down": nil, // a listener that closes every connection at once
 		"a history page answering 500": func(w http.ResponseWriter, req *http.Request) bool {
 			if strings.HasSuffix(req.URL.Path, "/messages") {
 				http.Error(w, `{"errcode":"M_UNKNOWN","error":"the database is locked"}`, 500)
@@ -424,18 +425,36 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 			return false
 		},
 	} {
-		proxy := httputil.NewSingleHostReverseProxy(target)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if !fault(w, req) {
-				proxy.ServeHTTP(w, req)
-			}
-		}))
+		var homeserver string
 		if fault == nil {
-			srv.Close()
+			// Kept listening, so that no other server takes its port meanwhile.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			r.t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			homeserver = "http://" + ln.Addr().String()
+		} else {
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if !fault(w, req) {
+					proxy.ServeHTTP(w, req)
+				}
+			}))
+			r.t.Cleanup(srv.Close)
+			homeserver = srv.URL
 		}
-		r.t.Cleanup(srv.Close)
 		path := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".json")
-		b, _ := json.Marshal(map[string]any{"homeserver": srv.URL, "user": "@alice:localhost",
+		b, _ := json.Marshal(map[string]any{"homeserver": homeserver, "user": "@alice:localhost",
 			"password": r.mx["MATRIX_ALICE_PASSWORD"], "allow_http": true, "timeout": "8s"})
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			r.t.Fatal(err)

@@ -4,7 +4,9 @@
 package registry
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/provider"
@@ -28,13 +30,32 @@ func Configured(namespace, configPath string, getenv func(string) string) bool {
 }
 
 // AccountNamespace is the namespace whose account configPath (or, without one, the
-// environment) holds, for a run that names no destination to choose by: "xmpp" when
-// it holds an XMPP account or neither loads, "matrix" when only a Matrix one does.
+// environment) names, for a run that names no destination to choose by: "matrix" when
+// the file has a Matrix account's fields (homeserver, user, access_token) and no
+// XMPP's (jid), or, without a file, when SENDONCE_MATRIX_USER or _HOMESERVER is set and
+// SENDONCE_XMPP_JID is not; else "xmpp". It goes by what is present, not by what
+// loads: a broken Matrix account is then reported as Matrix's.
 func AccountNamespace(configPath string, getenv func(string) string) string {
-	if _, err := xmpp.LoadConfig(configPath, getenv); err != nil {
-		if _, err := matrix.LoadConfig(configPath, getenv); err == nil {
+	if configPath != "" {
+		var fields map[string]json.RawMessage
+		b, err := os.ReadFile(configPath)
+		if err != nil || json.Unmarshal(b, &fields) != nil {
+			return "xmpp" // opening it says what is wrong
+		}
+		_, jid := fields["jid"]
+		_, hs := fields["homeserver"]
+		_, user := fields["user"]
+		_, token := fields["access_token"]
+		if !jid && (hs || user || token) {
 			return "matrix"
 		}
+		return "xmpp"
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if getenv(xmpp.EnvJID) == "" && (getenv(matrix.EnvUser) != "" || getenv(matrix.EnvHomeserver) != "") {
+		return "matrix"
 	}
 	return "xmpp"
 }
