@@ -48,19 +48,27 @@ func (oneWord) Recognize(context.Context, image.Image, vision.Mode) ([]vision.Wo
 	return []vision.Word{{Text: "Gajim", Box: image.Rect(10, 10, 60, 30), Confidence: 95}}, nil
 }
 
-// TestDoctorSendsNoInput: a doctor run that passes every check sends the desktop no
-// input at all: it only lists windows and captures the screen.
-func TestDoctorSendsNoInput(t *testing.T) {
-	ctx := context.Background()
+// doctorSetup makes a store and loads the first built-in profile: a folder, the store's
+// location, the profile.
+func doctorSetup(t *testing.T) (string, string, *driver.Profile) {
+	t.Helper()
 	dir := t.TempDir()
 	loc := filepath.Join(dir, "sendonce.db")
-	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
+	if _, err := sendonce.Init(context.Background(), loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := driver.LoadProfile(driver.KnownApps()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, loc, p
+}
+
+// TestDoctorSendsNoInput: a doctor run that passes every check sends the desktop no
+// input at all: it only lists windows and captures the screen.
+func TestDoctorSendsNoInput(t *testing.T) {
+	ctx := context.Background()
+	dir, loc, p := doctorSetup(t)
 	desk := &lookOnly{win: driver.Window{ID: 1, Title: p.WindowTitle, Process: p.Process, Viewable: true, Bounds: image.Rect(0, 19, 1280, 800)}}
 	res := sendonce.Doctor(ctx, sendonce.DoctorRequest{Store: loc, Profile: p, Display: ":fake", Staging: filepath.Join(dir, "staging")}, sendonce.Options{},
 		sendonce.Desktop{OpenDesktop: func(context.Context, string) (driver.Driver, func(), error) { return desk, func() {}, nil }, OCR: oneWord{}})
@@ -77,15 +85,7 @@ func TestDoctorSendsNoInput(t *testing.T) {
 // a failure: a delivery needs no provider), and no password is ever printed.
 func TestDoctorProviderChoice(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	loc := filepath.Join(dir, "sendonce.db")
-	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, sendonce.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := driver.LoadProfile(driver.KnownApps()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, loc, p := doctorSetup(t)
 	matrixAccount := filepath.Join(dir, "matrix.json")
 	if err := os.WriteFile(matrixAccount, []byte(`{"homeserver": "http://127.0.0.1:1", "user": "@alice:localhost", "password": "pw-NOT-PRINTED", "allow_http": true, "timeout": "2s"}`), 0o600); err != nil {
 		t.Fatal(err)
