@@ -460,23 +460,19 @@ func (p *Profile) SendPageProof(fileName string) string {
 // full-width character (CJK, most emoji, and a character an emoji presentation
 // selector U+FE0F makes an emoji: "❤️"), none for a combining mark, one for others.
 func textCells(s string) int {
-	n, last := 0, 0
+	n, last := 0, 0 // last: the cells of the character before
 	for _, r := range s {
-		w := 1
-		switch {
-		case r == '\ufe0f' && last == 1:
-			w = 1 // the character before it drawn as an emoji: two cells in all
-		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200d' || unicode.Is(unicode.Variation_Selector, r):
-			w = 0
-		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
-			w = 2
-		}
-		n += w
-		if w > 0 {
-			last = w
-		}
-		if r == '\ufe0f' {
+		switch kind := width.LookupRune(r).Kind(); {
+		case r == '\ufe0f': // emoji presentation: a narrow character before it is drawn two cells wide
+			if last == 1 {
+				n++
+			}
 			last = 2
+		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200d' || unicode.Is(unicode.Variation_Selector, r):
+		case kind == width.EastAsianWide || kind == width.EastAsianFullwidth:
+			n, last = n+2, 2
+		default:
+			n, last = n+1, 1
 		}
 	}
 	return n
