@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"strconv"
 	"strings"
@@ -228,5 +229,16 @@ func TestSendPageProof(t *testing.T) {
 	}
 	if _, err := ParseProfile([]byte(strings.Replace(minimal("x"), `"process":"x",`, `"process":"x","item_mark":"(",`, 1))); err == nil || !strings.Contains(err.Error(), "item_mark") {
 		t.Errorf("a bad item_mark: %v; want it refused", err)
+	}
+}
+
+// TestNameShownCharsIsCells: a negative name_shown_chars is refused, saying what it is.
+func TestNameShownCharsIsCells(t *testing.T) {
+	base := `{"app":"x","process":"x","name_shown_chars":%d,"choose_file":[{"name":"c","do":"key","keys":"Return","class":"may_submit","crosses":"choose_file"}],"send":[{"name":"s","do":"key","keys":"Return","class":"submit","crosses":"send"}]}`
+	if _, err := ParseProfile([]byte(fmt.Sprintf(base, -1))); err == nil || !strings.Contains(err.Error(), "name_shown_chars -1") {
+		t.Errorf("name_shown_chars -1: %v; want it refused", err)
+	}
+	if p, err := ParseProfile([]byte(fmt.Sprintf(base, 16))); err != nil || p.NameShownChars != 16 {
+		t.Errorf("name_shown_chars 16: %v", err)
 	}
 }

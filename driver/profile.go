@@ -609,6 +609,9 @@ func (p *Profile) validate() error {
 	if _, err := regexp.Compile(p.ItemMark); err != nil {
 		return fmt.Errorf("profile %s: item_mark: %v", p.App, err)
 	}
+	if p.NameShownChars < 0 {
+		return fmt.Errorf("profile %s: name_shown_chars %d: it is the longest name the send page shows whole, in character cells (0 or absent: any)", p.App, p.NameShownChars)
+	}
 	for _, pat := range p.NamesShownFor {
 		if _, err := path.Match(pat, ""); err != nil {
 			return fmt.Errorf("profile %s: names_shown_for %q: %v", p.App, pat, err)
