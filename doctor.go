@@ -128,14 +128,13 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	ns := registry.AccountNamespace(req.ProviderConfig, getenv)
-	if req.Destination != "" {
-		id, err := gate.ProviderID(req.Destination)
-		if err != nil {
-			add("provider", err, "", "give --dest-id as deliver takes it: xmpp:user@server, matrix:@user:server or matrix:!room:server")
-		} else {
-			ns = id.Namespace()
-		}
+	var ns string
+	if req.Destination == "" {
+		ns = registry.AccountNamespace(req.ProviderConfig, getenv)
+	} else if id, err := gate.ProviderID(req.Destination); err != nil {
+		add("provider", err, "", "give --dest-id as deliver takes it: xmpp:user@server, matrix:@user:server or matrix:!room:server")
+	} else {
+		ns = id.Namespace()
 	}
 	switch _, ran := check(out, "provider"); {
 	case ran:

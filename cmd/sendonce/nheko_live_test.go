@@ -13,7 +13,6 @@ import (
 	"image/color"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -396,8 +395,8 @@ func TestLiveNhekoCrash(t *testing.T) {
 	}
 }
 
-// faultyProviders are account files whose homeserver is down, or Dendrite behind a
-// proxy that fails one way each: fault -> the account file.
+// faultyProviders are account files whose homeserver is Dendrite behind a proxy that
+// fails one way each (as the provider's own live tests do): fault -> the account file.
 func (r *nhekoRun) faultyProviders() map[string]string {
 	r.t.Helper()
 	target, err := url.Parse(r.mx["MATRIX_HOMESERVER"])
@@ -406,7 +405,14 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 	}
 	out := map[string]string{}
 	for name, fault := range map[string]func(http.ResponseWriter, *http.Request) bool{
-		"the homeserver down": nil, // a listener that closes every connection at once
+		"the homeserver down": func(w http.ResponseWriter, req *http.Request) bool { // every connection closed unanswered
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+				}
+			}
+			return true
+		},
 		"a history page answering 500": func(w http.ResponseWriter, req *http.Request) bool {
 			if strings.HasSuffix(req.URL.Path, "/messages") {
 				http.Error(w, `{"errcode":"M_UNKNOWN","error":"the database is locked"}`, 500)
@@ -425,36 +431,15 @@ func (r *nhekoRun) faultyProviders() map[string]string {
 			return false
 		},
 	} {
-		var homeserver string
-		if fault == nil {
-			// Kept listening, so that no other server takes its port meanwhile.
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				r.t.Fatal(err)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if !fault(w, req) {
+				proxy.ServeHTTP(w, req)
 			}
-			r.t.Cleanup(func() { ln.Close() })
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
-			homeserver = "http://" + ln.Addr().String()
-		} else {
-			proxy := httputil.NewSingleHostReverseProxy(target)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-				if !fault(w, req) {
-					proxy.ServeHTTP(w, req)
-				}
-			}))
-			r.t.Cleanup(srv.Close)
-			homeserver = srv.URL
-		}
+		}))
+		r.t.Cleanup(srv.Close)
 		path := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".json")
-		b, _ := json.Marshal(map[string]any{"homeserver": homeserver, "user": "@alice:localhost",
+		b, _ := json.Marshal(map[string]any{"homeserver": srv.URL, "user": "@alice:localhost",
 			"password": r.mx["MATRIX_ALICE_PASSWORD"], "allow_http": true, "timeout": "8s"})
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			r.t.Fatal(err)
