@@ -106,6 +106,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// hold attaches this process to block id until the test ends, as a running nheko is.
+func hold(t *testing.T, id int) {
+	t.Helper()
+	addr, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.SysvShmDetach(addr) })
+}
+
 func makeSemaphore(t *testing.T, key int) int {
 	t.Helper()
 	id, _, errno := unix.Syscall(unix.SYS_SEMGET, uintptr(key), 1, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
@@ -146,11 +156,7 @@ func TestMatrixDownReleasesItsQtBlock(t *testing.T) {
 	ourSemaphore := makeSemaphore(t, key)
 	_, key = newKeyFile(t, tmp, "qipc_sharedmemory_held")
 	held := makeOrphan(t, key, singleAppBlock)
-	addr, err := unix.SysvShmAttach(held, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SysvShmDetach(addr)
+	hold(t, held)
 	_, key = newKeyFile(t, t.TempDir(), "qipc_sharedmemory_")
 	foreign := makeOrphan(t, key, singleAppBlock)
 
@@ -187,11 +193,7 @@ func TestQtBlocksOrphans(t *testing.T) {
 	creatorAlive := makeBlock(t, keyed("alive"), singleAppBlock)
 	otherSize := makeOrphan(t, keyed("size"), singleAppBlock+1)
 	held := makeOrphan(t, keyed("held"), singleAppBlock)
-	addr, err := unix.SysvShmAttach(held, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SysvShmDetach(addr)
+	hold(t, held)
 	notQt := makeOrphan(t, keyed("other")&^(0xff<<24)|int('P')<<24, singleAppBlock)
 
 	out, err := exec.Command("./qt-blocks", "orphans").CombinedOutput()
