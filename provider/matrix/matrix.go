@@ -5,8 +5,10 @@
 //
 // A Lookup logs in (an access token, or a password: then a device of its own, logged
 // out at the end), lists the account's joined rooms, and pages each room's history
-// backwards over the window, keeping the m.room.message events the account sent whose
-// file (m.file, m.image, m.video, m.audio) is named as the dispatch's file. An event in
+// backwards in the server's own order, keeping the m.room.message events the account
+// sent in the window whose file (m.file, m.image, m.video, m.audio) is named as the
+// dispatch's file. Only the account's own events bound that walk: no event of another
+// sender, whatever its timestamp, ends it. An event in
 // the destination's room is the candidate confirmation; one in another room is evidence
 // of another recipient, never a confirmation. A room whose events are encrypted cannot
 // be read: the answer is then "can't tell", never "absent". Every failure of the server
@@ -427,14 +429,25 @@ type event struct {
 	} `json:"content"`
 }
 
-// sentFiles pages the room's history backwards from now to d.From, keeping the file
-// events the account sent named d.FileName. whole says the window's start was reached.
+// sentFiles pages the room's history backwards in the server's own order (its pagination
+// tokens), keeping the file events the account sent named d.FileName in d's window.
+//
+// Only the account's own events bound the walk: their origin_server_ts is stamped by
+// the account's own homeserver, and each event the account sent in the window comes
+// after, in the room's order, every event it sent before. The walk ends at the first
+// event of the account's own user older than the window's start, or at the room's
+// first event (the server gives no further token); whole says one of the two was
+// reached. Another sender's event, whatever its timestamp (a peer's, or its server's
+// skewed clock), neither ends the walk nor is kept. An empty page with a further token
+// is paged through; a token that does not move, or maxPages pages, end it not whole.
 func (s *session) sentFiles(ctx context.Context, room string, d provider.Dispatch) (found []provider.Object, whole bool, err error) {
 	want := norm.NFC.String(d.FileName)
-	filter := `{"types":["m.room.message","m.room.encrypted"]}`
+	// The server may narrow the pages to the account's own messages; the check below
+	// holds whether it does or not.
+	filter, _ := json.Marshal(map[string]any{"types": []string{"m.room.message", "m.room.encrypted"}, "senders": []string{s.p.cfg.User}})
 	from := ""
 	for page := 0; page < maxPages; page++ {
-		q := url.Values{"dir": {"b"}, "limit": {"100"}, "filter": {filter}}
+		q := url.Values{"dir": {"b"}, "limit": {"100"}, "filter": {string(filter)}}
 		if from != "" {
 			q.Set("from", from)
 		}
@@ -446,11 +459,14 @@ func (s *session) sentFiles(ctx context.Context, room string, d provider.Dispatc
 			return nil, false, err
 		}
 		for _, e := range out.Chunk {
+			if e.Sender != s.p.cfg.User {
+				continue // another sender's: no bound, no object
+			}
 			at := time.UnixMilli(e.TS)
 			if at.Before(d.From.Add(-time.Minute)) { // the server's clock may lag the store's a little
-				return found, true, nil
+				return found, true, nil // ours, from before the window: everything of ours since was read
 			}
-			if e.Type != "m.room.message" || e.Sender != s.p.cfg.User || at.After(d.Until.Add(time.Minute)) {
+			if e.Type != "m.room.message" || at.After(d.Until.Add(time.Minute)) {
 				continue
 			}
 			switch e.Content.MsgType {
@@ -467,8 +483,11 @@ func (s *session) sentFiles(ctx context.Context, room string, d provider.Dispatc
 			}
 			found = append(found, provider.Object{ID: e.ID, Link: e.Content.URL, At: at, FileName: d.FileName})
 		}
-		if out.End == "" || len(out.Chunk) == 0 {
+		switch {
+		case out.End == "":
 			return found, true, nil // the room's first event
+		case out.End == from:
+			return found, false, nil // the token does not move: not read to the end
 		}
 		from = out.End
 	}

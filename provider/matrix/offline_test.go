@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +32,8 @@ type fakeHomeserver struct {
 	media     map[string][]byte           // media id -> bytes
 	failRoom  string                      // its history answers 500
 	authed    bool                        // authenticated media download exists
+	senders   bool                        // /messages honours its filter's senders (a page may then be empty)
+	pages     int                         // /messages calls answered
 	loggedOut bool
 }
 
@@ -89,7 +92,25 @@ func (f *fakeHomeserver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			json.Unmarshal([]byte(from), &start)
 		}
 		end := min(start+2, len(evs))
-		out := map[string]any{"chunk": evs[start:end]}
+		chunk := evs[start:end]
+		if f.senders {
+			// As Synapse does: the page is cut first, then filtered, so a page may be
+			// empty and still have a further token.
+			var filter struct {
+				Senders []string `json:"senders"`
+			}
+			json.Unmarshal([]byte(r.URL.Query().Get("filter")), &filter)
+			chunk = nil
+			for _, e := range evs[start:end] {
+				for _, s := range filter.Senders {
+					if e["sender"] == s {
+						chunk = append(chunk, e)
+					}
+				}
+			}
+		}
+		f.pages++
+		out := map[string]any{"chunk": chunk}
 		if end < len(evs) {
 			out["end"] = mustJSON(end)
 		}
@@ -290,5 +311,92 @@ func TestCheck(t *testing.T) {
 				t.Error("the password login's device was not logged out")
 			}
 		})
+	}
+}
+
+// TestLookupPeerCannotEndTheWalk: another sender's events, whatever their timestamps,
+// never end the walk through a room's history: only the account's own events older than
+// the window, or the room's first event, do. Before, a peer's event stamped two hours
+// ago (its clock, or its server's) hid our file event behind it: the answer was "absent"
+// (authoritative), or "delivered to another recipient" where the same bytes went to
+// another room.
+func TestLookupPeerCannotEndTheWalk(t *testing.T) {
+	now := time.Now()
+	backDated := func(id string, age time.Duration) map[string]any {
+		return map[string]any{"event_id": id, "type": "m.room.message", "sender": "@bob:localhost", "origin_server_ts": now.Add(-age).UnixMilli(),
+			"content": map[string]any{"msgtype": "m.text", "body": "hello"}}
+	}
+	peerFirst := func(f *fakeHomeserver) { // bob's back-dated events come first in the room's order, newest first
+		f.events["!dm:localhost"] = append([]map[string]any{backDated("$skew1", 2*time.Hour), backDated("$skew2", 48*time.Hour)}, f.events["!dm:localhost"]...)
+	}
+	for _, tc := range []struct {
+		name          string
+		mutate        func(*fakeHomeserver)
+		confirm       string // the event that confirms, "" for none
+		result        provider.Result
+		authoritative bool
+	}{
+		{"a peer's back-dated events before ours", peerFirst, "$ours", provider.Found, true},
+		{"the same, the server filtering by sender (empty pages with a token)", func(f *fakeHomeserver) { peerFirst(f); f.senders = true }, "$ours", provider.Found, true},
+		{"a peer's back-dated event between our two", func(f *fakeHomeserver) {
+			dm := f.events["!dm:localhost"]
+			f.events["!dm:localhost"] = append([]map[string]any{dm[0], backDated("$skew", 3*time.Hour)}, dm[1:]...)
+		}, "$ours", provider.Found, true},
+		{"a peer's back-dated events, nothing of ours in the window", func(f *fakeHomeserver) {
+			peerFirst(f)
+			f.events["!dm:localhost"] = append(f.events["!dm:localhost"][:2], f.events["!dm:localhost"][5:]...) // bob's, then our old one
+			f.events["!other:localhost"] = nil
+		}, "", provider.Absent, true},
+		{"only a peer's back-dated events: read to the room's start", func(f *fakeHomeserver) {
+			f.events["!dm:localhost"] = []map[string]any{backDated("$a", time.Hour), backDated("$b", 2*time.Hour), backDated("$c", 3*time.Hour)}
+			f.events["!other:localhost"] = nil
+		}, "", provider.Absent, true},
+		{"more of a peer's events than a lookup pages: not authoritative", func(f *fakeHomeserver) {
+			var evs []map[string]any
+			for i := 0; i < 2*maxPages+1; i++ {
+				evs = append(evs, backDated(fmt.Sprintf("$p%d", i), time.Duration(i+1)*time.Hour))
+			}
+			f.events["!dm:localhost"] = append(evs, f.events["!dm:localhost"]...)
+			f.events["!other:localhost"] = nil
+		}, "", provider.Absent, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, d, f := world(t, tc.mutate)
+			a, err := p.Lookup(context.Background(), d)
+			if err != nil || a.Result != tc.result || a.Authoritative != tc.authoritative {
+				t.Fatalf("%+v %v; want %s, authoritative %v", a, err, tc.result, tc.authoritative)
+			}
+			confirm, _, wrongRecipient := provider.Match(a, d, nil)
+			switch {
+			case tc.confirm != "" && (confirm == nil || confirm.ID != tc.confirm):
+				t.Fatalf("confirmed %+v (another recipient %+v) in %+v; want %s", confirm, wrongRecipient, a.Objects, tc.confirm)
+			case tc.confirm == "" && confirm != nil:
+				t.Fatalf("confirmed %+v; want nothing", confirm)
+			}
+			for _, o := range a.Objects {
+				if strings.HasPrefix(o.ID, "$skew") || o.ID == "$late" {
+					t.Errorf("another sender's event %s was kept", o.ID)
+				}
+			}
+			if f.pages > 2*maxPages+2 { // two rooms
+				t.Errorf("%d pages read: more than maxPages a room", f.pages)
+			}
+		})
+	}
+}
+
+// TestLookupTokenThatDoesNotMove: a server that gives back the token it was given has
+// not shown the rest of the room: the answer is not authoritative.
+func TestLookupTokenThatDoesNotMove(t *testing.T) {
+	p, d, _ := world(t, nil)
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"chunk": []any{}, "end": "same"}) // every page, the same token
+	}))
+	defer stuck.Close()
+	s := &session{p: p, token: "tok-1"}
+	p.cfg.Homeserver = stuck.URL
+	found, whole, err := s.sentFiles(context.Background(), "!dm:localhost", d)
+	if err != nil || whole || len(found) != 0 {
+		t.Fatalf("found %v, whole %v, %v; want not whole", found, whole, err)
 	}
 }
