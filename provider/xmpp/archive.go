@@ -53,6 +53,10 @@ type archived struct {
 	Type     string
 	Body     string
 	OOB      []string
+	// Foreign: another sender's message (its from is not the account). It counts as a
+	// result of its page and is never an object; nothing else of it is read, so that
+	// nothing in it (a stamp, an id, an address) can fail or end the search.
+	Foreign bool
 }
 
 // links are the URLs the message carries: its out-of-band URLs first, then the
@@ -129,6 +133,7 @@ type archiveMessageXML struct {
 // message before it was handled.
 type collector struct {
 	mu      sync.Mutex
+	account jid.JID // bare: the archive's owner, whose own messages are read whole
 	queries map[string]*queryState
 }
 
@@ -137,7 +142,9 @@ type queryState struct {
 	errs []string
 }
 
-func newCollector() *collector { return &collector{queries: map[string]*queryState{}} }
+func newCollector(account jid.JID) *collector {
+	return &collector{account: account.Bare(), queries: map[string]*queryState{}}
+}
 
 func (c *collector) track(queryID string) {
 	c.mu.Lock()
@@ -187,7 +194,7 @@ func (c *collector) HandleXMPP(t xmlstream.TokenReadEncoder, start *xml.StartEle
 		if q == nil {
 			continue
 		}
-		a, err := r.archived()
+		a, err := r.archived(c.account)
 		if err != nil {
 			q.errs = append(q.errs, err.Error())
 			continue
@@ -197,8 +204,17 @@ func (c *collector) HandleXMPP(t xmlstream.TokenReadEncoder, start *xml.StartEle
 	return nil
 }
 
-func (r resultXML) archived() (archived, error) {
+// archived reads one result. A message of another sender than account is Foreign and
+// read no further: what a peer put in it is not ours to fail on. The account's own
+// message with something unreadable is an error: the search cannot say it saw it.
+func (r resultXML) archived(account jid.JID) (archived, error) {
 	m := r.Forwarded.Message
+	if m.From != "" {
+		from, err := jid.Parse(m.From)
+		if err != nil || !from.Bare().Equal(account) {
+			return archived{ID: r.ID, Foreign: true}, nil
+		}
+	}
 	a := archived{ID: r.ID, Type: m.Type}
 	if r.ID == "" {
 		return a, errors.New("an archive result without an id")
@@ -278,6 +294,12 @@ type searchResult struct {
 
 // searchArchive pages through the account's archive for w, every correspondent,
 // until the server says the result set is complete.
+//
+// The walk is the server's own: the window is filtered on the archive's times (the
+// server's clock when it archived each message, never a <delay/> a sender put in one),
+// the pages follow the ids the server's RSM answer gives, and the end is its <fin/>.
+// Nothing a message holds ends it: another sender's message counts as a result of its
+// page and is never read further (see archived).
 func (s *session) searchArchive(ctx context.Context, w window) (searchResult, error) {
 	res := searchResult{stable: true}
 	after := ""

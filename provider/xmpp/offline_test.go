@@ -213,7 +213,7 @@ func feed(t *testing.T, c *collector, raw string) {
 }
 
 func TestCollectorReadsArchiveResults(t *testing.T) {
-	c := newCollector()
+	c := newCollector(jid.MustParse("alice@localhost"))
 	c.track("q1")
 	result := func(from, queryID, id string) string {
 		fromAttr := ""
@@ -490,5 +490,59 @@ func TestNoPlainByDefault(t *testing.T) {
 	}
 	if got := names(Config{AllowPlain: true}); !strings.HasSuffix(got, "PLAIN") {
 		t.Errorf("with allow_plain: %q; want PLAIN last", got)
+	}
+}
+
+// TestCollectorPeersCannotSteerTheSearch: another sender's archived message is a result
+// of its page and never an object, whatever it holds: a stamp from long ago or none that
+// parses, no id, a delay of its own inside its message, an address mellium refuses. It
+// neither fails the search nor is read as the account's. The account's own message with
+// a stamp that does not parse still fails it (the search cannot say it saw it).
+func TestCollectorPeersCannotSteerTheSearch(t *testing.T) {
+	result := func(queryID, id, stamp, from, to string) string {
+		return `<message xmlns='jabber:client' to='alice@localhost/x'>
+  <result xmlns='urn:xmpp:mam:2' queryid='` + queryID + `' id='` + id + `'>
+    <forwarded xmlns='urn:xmpp:forward:0'>
+      <delay xmlns='urn:xmpp:delay' stamp='` + stamp + `'/>
+      <message xmlns='jabber:client' from='` + from + `' to='` + to + `' type='chat'>
+        <delay xmlns='urn:xmpp:delay' stamp='1999-01-01T00:00:00Z'/>
+        <body>https://localhost:5281/file_share/ID9/hello-bob.txt</body>
+      </message>
+    </forwarded>
+  </result>
+</message>`
+	}
+	c := newCollector(jid.MustParse("alice@localhost/any"))
+	c.track("q")
+	feed(t, c, result("q", "P1", "1999-01-01T00:00:00Z", "bob@localhost/phone", "alice@localhost"))   // back-dated
+	feed(t, c, result("q", "P2", "not a stamp", "bob@localhost/phone", "alice@localhost"))            // a stamp that does not parse
+	feed(t, c, result("q", "", "2026-11-30T11:16:05Z", "bob@localhost/phone", "alice@localhost"))     // no id
+	feed(t, c, result("q", "P4", "2026-11-30T11:16:05Z", "bob@localhost/phone", "a@b@c"))             // an address mellium refuses
+	feed(t, c, result("q", "P5", "2026-11-30T11:16:05Z", "@@bad", "alice@localhost"))                 // a sender that is no JID
+	feed(t, c, result("q", "A1", "2026-11-30T11:16:05Z", "alice@localhost/gajim", "bob@localhost"))   // ours
+	feed(t, c, result("q", "A2", "2026-11-30T11:16:06Z", "ALICE@localhost/other", "carol@localhost")) // ours, another resource
+	q := c.take("q")
+	if q == nil || len(q.errs) != 0 || len(q.msgs) != 7 {
+		t.Fatalf("collected %+v; want 7 results, no error", q)
+	}
+	var ours []string
+	for _, m := range q.msgs {
+		if !m.Foreign {
+			ours = append(ours, m.ID)
+		}
+	}
+	if strings.Join(ours, ",") != "A1,A2" {
+		t.Errorf("read as the account's own: %v; want A1,A2", ours)
+	}
+	objects, _ := (&Provider{http: &fetcher{allowed: func(string) bool { return false }}}).collect(context.Background(), q.msgs, jid.MustParse("alice@localhost"),
+		provider.Dispatch{FileName: "hello-bob.txt", Size: 1})
+	if len(objects) != 2 || objects[0].ID != "A1" || objects[1].ID != "A2" {
+		t.Errorf("objects %+v; want A1 and A2 only", objects)
+	}
+
+	c.track("q2")
+	feed(t, c, result("q2", "A3", "not a stamp", "alice@localhost/gajim", "bob@localhost"))
+	if q := c.take("q2"); q == nil || len(q.errs) != 1 {
+		t.Errorf("our own message with a stamp that does not parse: %+v; want an error", q)
 	}
 }

@@ -192,7 +192,7 @@ func (p *Provider) collect(ctx context.Context, msgs []archived, account jid.JID
 	want := norm.NFC.String(d.FileName)
 	var objects []provider.Object
 	for _, m := range msgs {
-		if m.Type == "error" || m.To.Equal(jid.JID{}) {
+		if m.Foreign || m.Type == "error" || m.To.Equal(jid.JID{}) {
 			continue
 		}
 		// Only what the account itself sent: an incoming file with the same
@@ -312,7 +312,7 @@ func (p *Provider) connect(ctx context.Context, account jid.JID) (*session, erro
 		conn.Close()
 		return nil, &stepError{step: "logging in as " + account.String(), err: errors.New("the stream is not encrypted")}
 	}
-	s := &session{s: xs, conn: conn, results: newCollector(), served: make(chan error, 1), stop: stop}
+	s := &session{s: xs, conn: conn, results: newCollector(account), served: make(chan error, 1), stop: stop}
 	go func() { s.served <- xs.Serve(s.results) }()
 	return s, nil
 }
