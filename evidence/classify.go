@@ -3,6 +3,9 @@ package evidence
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
@@ -15,7 +18,33 @@ type Classification struct {
 	// FailClosed is set when the transcript could not be trusted or was incomplete: the
 	// outcome is then send_status_unknown, which grants nothing.
 	FailClosed bool `json:"fail_closed,omitempty"`
+	// Appeared lists each read that first showed an item beyond the chat as it was: an
+	// item of ours, or one named like the file. Each counted as side-effect evidence.
+	Appeared []Appeared `json:"appeared,omitempty"`
 }
+
+// Appeared is a read that showed items beyond the chat as it was before anything could
+// submit: more items of ours (the app's mark of our own side, whatever their names), or
+// more named like the file (whoever's side they seem to be on). It counts as side-effect
+// evidence whatever the read's phase, its place in the transcript, the kind of record
+// that carries it or the class of any step: the outcome is then send_status_unknown, or
+// sent_verified where a confirmation holds, never not_sent. A read that shows the same
+// items again adds no entry.
+type Appeared struct {
+	Record int    `json:"record"`          // the read that showed them
+	Phase  string `json:"phase,omitempty"` // that read's phase
+	// Items are the newest (lowest on screen) items of ours, then named like the file,
+	// as many as the read shows beyond the chat as it was.
+	Items []Item `json:"items"`
+	// Baseline is the read of the chat as it was that they were compared with; 0 when
+	// there was none, and every item of ours or named like the file is new.
+	Baseline int `json:"baseline,omitempty"`
+	// Counted says what the items did to the outcome.
+	Counted string `json:"counted"`
+}
+
+// appearedCounted is what every Appeared entry says it did.
+const appearedCounted = "side-effect evidence: the outcome cannot be not_sent"
 
 // Transcript is what the classifier reads: the attempt and its records, whether the
 // record is complete (sealed, or closed by the process that wrote it), and the text of
@@ -41,6 +70,10 @@ type Rules struct {
 	// SizesShown: the app shows every item's size, so a sent item counts only with its
 	// size read and matching.
 	SizesShown bool
+	// PeerMark: the profile's mark of our side (confirm.mark "peer_producible") is one a
+	// peer can produce, so no screen confirms a delivery: only the provider can. A
+	// profile recorded before the field existed is read as "app_only", its meaning then.
+	PeerMark bool
 }
 
 // ParseRules reads the classifier's rules from a profile's text. A profile without a
@@ -53,6 +86,7 @@ func ParseRules(profile []byte) (*Rules, error) {
 		SizesShown bool `json:"sizes_shown"`
 		Confirm    *struct {
 			Settle string `json:"settle"`
+			Mark   string `json:"mark"`
 		} `json:"confirm"`
 	}
 	if err := json.Unmarshal(profile, &p); err != nil {
@@ -65,7 +99,12 @@ func ParseRules(profile []byte) (*Rules, error) {
 	if err != nil || d <= 0 {
 		return nil, fmt.Errorf("the recorded profile's confirm.settle %q is not a positive duration", p.Confirm.Settle)
 	}
-	return &Rules{Settle: d, SizesShown: p.SizesShown}, nil
+	switch p.Confirm.Mark {
+	case "", "app_only", "peer_producible":
+	default:
+		return nil, fmt.Errorf("the recorded profile's confirm.mark %q is neither app_only nor peer_producible", p.Confirm.Mark)
+	}
+	return &Rules{Settle: d, SizesShown: p.SizesShown, PeerMark: p.Confirm.Mark == "peer_producible"}, nil
 }
 
 // The closed vocabulary: every enumerated value the classifier reads. Anything else
@@ -146,9 +185,15 @@ func checkVocabulary(r Record) error {
 //   - Monotone in side effects. Whatever shows that something may have been sent keeps
 //     the outcome away from not_sent, whatever a record's kind or a step's class says:
 //     a crossing, any input after it, input on a record that announces no step, a send
-//     page holding our file, a new item named like ours in the chat (read after
-//     something acted: every input is written ahead on its step, so a read before any
-//     shows the chat as it was).
+//     page holding our file, and a new item in the chat: more items of ours (whatever
+//     their names) or more named like the file than the chat as it was, in a read after
+//     something acted, whatever its phase or order and whatever record carries it
+//     (Appeared lists each). The chat as it was is the fewest this dispatch's before_send
+//     reads showed while nothing could submit yet (no side effect, the file not yet
+//     possibly attached) and any read before anything acted (every input is written
+//     ahead on its step, so a read before any shows the chat as it was); a read before
+//     anything acted lowers it but never sets it, and with no such before_send read
+//     every item of ours or named like the file is new.
 //   - Inputs are judged by what they can do, whatever their step's class. Once the file
 //     may be attached, every input that could submit (CouldSubmit: a click, Return or
 //     any key not known to be harmless, typed text) is a possible crossing, and no later
@@ -199,7 +244,7 @@ func Classify(t Transcript) Classification {
 			return FailClosed(err)
 		}
 	}
-	j := &judge{m: m, rules: rules, steps: map[int]Record{}, baseline: -1, withInputs: stepsWithInputs(t.Records)}
+	j := &judge{m: m, rules: rules, steps: map[int]Record{}, withInputs: stepsWithInputs(t.Records)}
 	for _, r := range t.Records {
 		j.read(r)
 	}
@@ -225,9 +270,15 @@ type judge struct {
 	pickerGate bool // the gate was asked at a boundary: the runner wrote this transcript
 	sendAt     int  // the gate's first crossing of send
 	lastAct    int  // the last record that acted or may have: a step, or input
-	// baseline is how many items named like ours the first read of sent items showed;
-	// -1 before that read.
-	baseline  int
+	// The chat as it was: base is the fewest items this dispatch's before_send reads
+	// showed while nothing could submit yet, and any read before anything acted (set by
+	// the first such before_send read, baseSeq); pre is the fewest reads before anything
+	// acted showed (preSeq), which lowers base but never sets it.
+	base, pre       chatCount
+	baseSet, preSet bool
+	baseSeq, preSeq int
+	// shown is the most items beyond the chat as it was that Appeared lists so far.
+	shown     chatCount
 	finalChat int // the last final read of the chat
 	finalPage int // the last final read of the send page
 	before    []readAt
@@ -292,13 +343,17 @@ func (j *judge) read(r Record) {
 	for _, in := range r.Inputs {
 		j.input(r, in)
 	}
-	switch r.Kind {
-	case KindStep:
+	if r.Kind == KindStep {
 		j.steps[r.Seq] = r
+	}
+	if r.Observed != nil {
+		// What was read counts whatever record carries it: a result or a step that
+		// read the chat shows what an observation would.
+		j.observe(r)
+	}
+	switch r.Kind {
 	case KindGate:
 		j.gate(r)
-	case KindObserve:
-		j.observe(r)
 	case KindLookup:
 		j.lookup(r)
 	case KindLabel:
@@ -365,6 +420,10 @@ func (j *judge) gate(r Record) {
 
 func (j *judge) observe(r Record) {
 	o := r.Observed
+	onPage := o.What == "send_page_items" || o.What == "send_page_marks"
+	if !onPage && (o.What == "sent_items" || len(o.Items) > 0) {
+		j.chat(r) // items outside the send page are the chat's, whatever the observation
+	}
 	switch o.What {
 	case "conversation_title":
 		j.titleRead = true
@@ -373,42 +432,176 @@ func (j *judge) observe(r Record) {
 		if o.Phase == "final" && o.Marks != nil && *o.Marks > 0 {
 			j.effect(r.Seq, "the send page holds %d item(s) it does not name: one may have been sent", *o.Marks)
 		}
-	case "send_page_items":
+	}
+	if onPage {
 		if n := j.named(o.Items); n > 0 {
 			j.effect(r.Seq, "the send page holds %d item(s) named %q: it may have been sent", n, j.m.FileName)
 		}
-		if o.Phase == "final" {
+		if o.What == "send_page_items" && o.Phase == "final" && r.Kind == KindObserve {
 			j.finalPage = r.Seq
 		}
-	case "sent_items":
-		n := j.named(o.Items)
-		switch {
-		case j.baseline < 0 && len(j.before)+len(j.after) == 0 && o.Phase == "before_send":
-			j.baseline = n
-		case j.lastAct == 0:
-			// Nothing has acted yet (every input is written ahead, on its step): what
-			// the chat shows is no doing of this attempt. It sets no baseline for the
-			// reads after it.
-		case n > max(j.baseline, 0):
-			j.effect(r.Seq, "the chat shows %d item(s) named %q, more than the %d of the first read: one may be ours", n, j.m.FileName, max(j.baseline, 0))
+	}
+	if o.What != "sent_items" || r.Kind != KindObserve {
+		return // only the runner's own reads of the chat prove or confirm anything
+	}
+	if o.Phase == "final" {
+		j.finalChat = r.Seq
+	}
+	if o.DispatchID != j.m.DispatchID {
+		j.why(r.Seq, "sent items observed for dispatch %q, not this one (%s): proof borrowed from another attempt does not count", o.DispatchID, j.m.DispatchID)
+		return
+	}
+	ra := readAt{seq: r.Seq, mono: r.Mono, o: o}
+	switch {
+	case o.Phase == "before_send" && j.sendAt == 0:
+		j.before = append(j.before, ra)
+	case o.Phase == "after_send" && j.sendAt != 0:
+		j.after = append(j.after, ra)
+	case o.Phase != "final":
+		j.why(r.Seq, "sent items observed in phase %q out of order with the send step: ignored for confirmation", o.Phase)
+	}
+}
+
+// chatCount is what a read of the chat showed: its items of ours, and those named like
+// the file.
+type chatCount struct{ ours, named int }
+
+func lower(a, b chatCount) chatCount { return chatCount{min(a.ours, b.ours), min(a.named, b.named)} }
+
+// chat judges a read of the chat against the chat as it was (see Classify): a read after
+// something acted that shows more items of ours, or more named like the file, is side-
+// effect evidence, whatever its phase, its order, its record or any step's class.
+func (j *judge) chat(r Record) {
+	o := r.Observed
+	now := chatCount{ours: ours(o.Items), named: j.named(o.Items)}
+	asWas := r.Kind == KindObserve && o.What == "sent_items" && o.Phase == "before_send" && o.DispatchID == j.m.DispatchID &&
+		!j.sideEffect && j.attachedAt == 0 && !j.attachNext
+	switch {
+	case j.lastAct == 0:
+		// Nothing has acted yet (every input is written ahead, on its step): what the
+		// chat shows is no doing of this attempt.
+	case !j.baseSet && asWas:
+		// The first read of the chat as it was after something acted (the runner reads
+		// it after opening the conversation): only a read before anything acted can
+		// show it holds something new.
+		if j.preSet {
+			j.compare(r, now, j.pre, j.preSeq)
 		}
-		if o.Phase == "final" {
-			j.finalChat = r.Seq
+	case j.baseSet:
+		j.compare(r, now, j.base, j.baseSeq)
+	default:
+		j.compare(r, now, chatCount{}, 0)
+	}
+	switch {
+	case asWas && !j.baseSet:
+		j.base, j.baseSet, j.baseSeq = now, true, r.Seq
+		if j.preSet && (j.pre.ours < now.ours || j.pre.named < now.named) {
+			j.base, j.baseSeq = lower(now, j.pre), j.preSeq
 		}
-		if o.DispatchID != j.m.DispatchID {
-			j.why(r.Seq, "sent items observed for dispatch %q, not this one (%s): proof borrowed from another attempt does not count", o.DispatchID, j.m.DispatchID)
-			return
-		}
-		ra := readAt{seq: r.Seq, mono: r.Mono, o: o}
-		switch {
-		case o.Phase == "before_send" && j.sendAt == 0:
-			j.before = append(j.before, ra)
-		case o.Phase == "after_send" && j.sendAt != 0:
-			j.after = append(j.after, ra)
-		case o.Phase != "final":
-			j.why(r.Seq, "sent items observed in phase %q out of order with the send step: ignored", o.Phase)
+	case asWas || j.lastAct == 0 && j.baseSet:
+		if now.ours < j.base.ours || now.named < j.base.named {
+			j.base, j.baseSeq = lower(j.base, now), r.Seq
 		}
 	}
+	if j.lastAct == 0 {
+		if !j.preSet {
+			j.pre, j.preSet, j.preSeq = now, true, r.Seq
+		} else if now.ours < j.pre.ours || now.named < j.pre.named {
+			j.pre, j.preSeq = lower(j.pre, now), r.Seq
+		}
+	}
+}
+
+// compare counts what a read shows beyond the chat as it was (the read at baseSeq, 0 for
+// none): a side effect, listed with the items the first time that many appear.
+func (j *judge) compare(r Record, now, was chatCount, baseSeq int) {
+	newOurs, newNamed := now.ours-was.ours, now.named-was.named
+	if newOurs <= 0 && newNamed <= 0 {
+		return
+	}
+	j.sideEffect = true
+	if newOurs <= j.shown.ours && newNamed <= j.shown.named {
+		return // the same items read again
+	}
+	j.shown = chatCount{max(j.shown.ours, newOurs), max(j.shown.named, newNamed)}
+	o := r.Observed
+	// The newest items of ours, and the newest named like the file, as many of each as
+	// are new: one item may be both.
+	idx := append(newest(o.Items, newOurs, func(it Item) bool { return it.Ours }),
+		newest(o.Items, newNamed, func(it Item) bool { return NameMatches(it.Name, j.m.FileName) })...)
+	slices.Sort(idx)
+	var its []Item
+	for _, i := range slices.Compact(idx) {
+		its = append(its, o.Items[i])
+	}
+	j.c.Appeared = append(j.c.Appeared, Appeared{Record: r.Seq, Phase: o.Phase, Items: its, Baseline: baseSeq, Counted: appearedCounted})
+	as := "with no read of the chat as it was (each counts as new)"
+	if baseSeq != 0 {
+		as = fmt.Sprintf("beyond the %d and %d of the chat as it was (record %d)", was.ours, was.named, baseSeq)
+	}
+	where := "the chat"
+	if r.Kind != KindObserve || o.What != "sent_items" {
+		where = fmt.Sprintf("the %s record's %s", r.Kind, strings.ReplaceAll(o.What, "_", " "))
+	}
+	if o.Phase != "" {
+		where += " (" + o.Phase + ")"
+	}
+	j.why(r.Seq, "%s shows %d item(s) of ours and %d named %q, %s, so an item appeared: %s; it counted as %s, whatever the read's phase, order or step",
+		where, now.ours, now.named, j.m.FileName, as, describeItems(its), appearedCounted)
+}
+
+// ours counts the items drawn as our side, whatever their names.
+func ours(items []Item) int {
+	n := 0
+	for _, it := range items {
+		if it.Ours {
+			n++
+		}
+	}
+	return n
+}
+
+// newest is the n lowest items on screen (the newest) of those pick holds for, by
+// their indexes.
+func newest(items []Item, n int, pick func(Item) bool) []int {
+	var idx []int
+	for i, it := range items {
+		if pick(it) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return items[idx[a]].Y > items[idx[b]].Y })
+	return idx[:max(0, min(n, len(idx)))]
+}
+
+// describeItems names items as a reason shows them.
+func describeItems(items []Item) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = describeItem(it)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeItem is an item in plain words: its name, size and what the screen showed.
+func describeItem(it Item) string {
+	s := fmt.Sprintf("%q", it.Name)
+	if it.Name == "" {
+		s = "an item whose name could not be read"
+	}
+	if it.Size != "" {
+		s += " " + it.Size
+	}
+	var marks []string
+	if it.Ours {
+		marks = append(marks, "ours")
+	} else {
+		marks = append(marks, "not drawn as ours")
+	}
+	if it.Finished {
+		marks = append(marks, "finished")
+	}
+	return s + " (" + strings.Join(marks, ", ") + ")"
 }
 
 func (j *judge) lookup(r Record) {
@@ -497,6 +690,9 @@ func (j *judge) confirmByScreen() {
 	case j.rules == nil:
 		j.why(last, "the transcript records no profile with a settle time, so no screen can confirm it (only the provider can)")
 		return
+	case j.rules.PeerMark:
+		j.why(last, "the profile's mark of our side (confirm.mark peer_producible) is one a peer can produce, so no screen confirms a delivery (only the provider can)")
+		return
 	case len(j.before) == 0:
 		j.why(last, "sent items were read after the send but never before it, so no item can be shown to be new")
 		return
@@ -564,7 +760,7 @@ func (j *judge) decide(complete bool) Classification {
 		c.Reasons = append(c.Reasons, "no confirmation bound to this dispatch: the result is unknown and the key stays consumed")
 	case !complete:
 		c = FailClosed(fmt.Errorf("the transcript is incomplete (not sealed), so it cannot prove that nothing was sent"))
-		c.Reasons = append(c.Reasons, j.c.Reasons...)
+		c.Reasons, c.Appeared = append(c.Reasons, j.c.Reasons...), j.c.Appeared
 	case j.lastAct != 0 && (j.finalChat < j.lastAct || j.finalPage < j.lastAct):
 		c.Outcome = gate.SendStatusUnknown
 		c.Reasons = append(c.Reasons, fmt.Sprintf("something was done on screen (record %d), and no final read of the chat and the send page after it shows that nothing of ours arrived: not_sent needs that proof", j.lastAct))

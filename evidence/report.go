@@ -76,6 +76,10 @@ func WriteReport(w io.Writer, b *Bundle, c Classification) error {
 		}
 	}
 	start := b.Manifest.StartedAt
+	appeared := map[int]Appeared{}
+	for _, a := range c.Appeared {
+		appeared[a.Record] = a
+	}
 	stepAt := map[int]int{} // step seq -> index in v.Records
 	for _, r := range b.Records {
 		rv := recordView{Record: r, Offset: fmt.Sprintf("+%.3fs", time.Duration(r.Mono).Seconds())}
@@ -109,6 +113,9 @@ func WriteReport(w io.Writer, b *Bundle, c Classification) error {
 			rv.Frames = append(rv.Frames, fv)
 		}
 		rv.Detail = detail(r)
+		if a, ok := appeared[r.Seq]; ok {
+			rv.Detail += "; APPEARED beyond the chat as it was: " + describeItems(a.Items) + "; counted as " + a.Counted
+		}
 		// A result's frames are shown with the step they end: before and after side by side.
 		if i, ok := stepAt[r.Step]; ok && r.Kind == KindResult {
 			for _, f := range rv.Frames {
@@ -177,7 +184,7 @@ func detail(r Record) string {
 			s += fmt.Sprintf(" in %q", o.Title)
 		}
 		for _, it := range o.Items {
-			s += fmt.Sprintf(" [%q %s]", it.Name, it.Size)
+			s += " [" + describeItem(it) + "]"
 		}
 		for _, rd := range o.Readings {
 			s += fmt.Sprintf("; %s read %q", strings.ReplaceAll(rd.Source, "_", " "), rd.Text)
@@ -209,7 +216,8 @@ func reportTemplate() *template.Template {
 		"outcomeClass": func(o any) string {
 			return strings.ReplaceAll(fmt.Sprint(o), "_", "-")
 		},
-		"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"words":    func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"describe": describeItem,
 	}).Parse(reportHTML))
 }
 
@@ -248,6 +256,12 @@ svg { border: 1px solid #888; max-width: 600px; height: auto; }
 {{if .Weak}}<div class="warning">WEAK IDENTITY: the destination was named only by its visible title "{{.B.Manifest.Title}}". Two conversations can show the same title; nothing here proves which one it was.</div>{{end}}
 <h2>Why</h2>
 <ul>{{range .C.Reasons}}<li>{{.}}</li>{{end}}</ul>
+{{if .C.Appeared}}<h2>Items that appeared</h2>
+<p>Each read below showed an item of ours, or one named like the file, beyond the chat as it was before anything could submit. Each counted as side-effect evidence, whatever the read's phase, order or step.</p>
+<table>
+<tr><th>record</th><th>phase</th><th>items</th><th>compared with</th><th>counted</th></tr>
+{{range .C.Appeared}}<tr><td>{{.Record}}</td><td>{{.Phase}}</td><td>{{range .Items}}{{describe .}}<br>{{end}}</td><td>{{if .Baseline}}record {{.Baseline}}{{else}}no read of the chat as it was{{end}}</td><td>{{.Counted}}</td></tr>
+{{end}}</table>{{end}}
 <p>Bundle: {{.Verified}}. Chain head <span class="mono">{{.B.Head}}</span>{{if .B.Seal}}; the seal says "{{.B.Seal.Outcome}}" (a label: the outcome above is decided from the records){{end}}.</p>
 <h2>Attempt</h2>
 <table>
