@@ -57,6 +57,29 @@ var sddlAccounts = map[string]string{"SY": sidSystem, "BA": sidAdministrators}
 // administrators may change anything: they could anyway.
 // same compares two accounts (a SID string or an SDDL abbreviation each).
 func checkSDDL(path, sddl, me string, ancestor bool, same func(a, b string) bool) error {
+	forbidden := uint32(changes)
+	if ancestor {
+		forbidden = replaces
+	}
+	return checkSDDLRights(path, sddl, me, ancestor, forbidden, same)
+}
+
+// Rights that let a holder read a file's data.
+const (
+	fileReadData = 0x1
+	genericRead  = 0x80000000
+	// reads is every right that reads a secret's bytes.
+	reads = fileReadData | genericRead | genericAll
+)
+
+// checkSecretSDDL is the rule for a file that holds a secret: owned by me, and no
+// access-allowed entry gives anyone else (the system and the administrators aside) a
+// right that reads or changes it.
+func checkSecretSDDL(path, sddl, me string, same func(a, b string) bool) error {
+	return checkSDDLRights(path, sddl, me, false, changes|reads, same)
+}
+
+func checkSDDLRights(path, sddl, me string, ancestor bool, forbidden uint32, same func(a, b string) bool) error {
 	owner, dacl, err := parseSDDL(sddl)
 	if err != nil {
 		return fmt.Errorf("%w: %s: cannot read its owner and access list: %v", ErrUnsafe, path, err)
@@ -68,12 +91,11 @@ func checkSDDL(path, sddl, me string, ancestor bool, same func(a, b string) bool
 	if dacl == nil {
 		return fmt.Errorf("%w: %s has no access list: everyone may change it", ErrUnsafe, path)
 	}
-	forbidden := uint32(changes)
-	if ancestor {
-		forbidden = replaces
-	}
 	for _, e := range dacl {
 		if e.allow && !e.inheritOnly && e.rights&forbidden != 0 && !same(e.sid, me) && !machine(e.sid) && !(ancestor && same(e.sid, sidTrustedInstall)) {
+			if e.rights&forbidden&^uint32(changes|replaces) != 0 {
+				return fmt.Errorf("%w: %s lets %s read it (rights %#x): a secret must be yours alone; remove that entry (icacls %s /inheritance:r /grant:r %%USERNAME%%:F)", ErrUnsafe, path, e.sid, e.rights&forbidden, path)
+			}
 			return fmt.Errorf("%w: %s lets %s change %s (rights %#x): another user could change what is in it", ErrUnsafe, path, e.sid,
 				map[bool]string{true: "what is in it", false: "it"}[ancestor], e.rights&forbidden)
 		}

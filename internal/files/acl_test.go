@@ -57,3 +57,29 @@ func FuzzParseSDDL(f *testing.F) {
 		_ = checkSDDL("x", s, "S-1-5-21-1", false, func(a, b string) bool { return a == b })
 	})
 }
+
+// TestCheckSecretSDDL: on Windows a secret's file may be read or changed by no one but
+// its owner (and the machine's administrators).
+func TestCheckSecretSDDL(t *testing.T) {
+	const me = "S-1-5-21-1004336348-1177238915-682003330-1001"
+	const other = "S-1-5-21-1004336348-1177238915-682003330-1002"
+	for _, tc := range []struct {
+		name, sddl string
+		safe       bool
+	}{
+		{"mine alone", "O:" + me + "D:PAI(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;" + me + ")", true},
+		{"everyone may read", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;FR;;;WD)", false},
+		{"users may read and run", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;0x1200a9;;;BU)", false},
+		{"another user may read data", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;CC;;;" + other + ")", false},
+		{"generic read for another user", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;GR;;;" + other + ")", false},
+		{"another user may write", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;FW;;;" + other + ")", false},
+		{"owned by another user", "O:" + other + "D:(A;;FA;;;" + me + ")", false},
+		{"another user may only read its permissions", "O:" + me + "D:(A;;FA;;;" + me + ")(A;;RC;;;" + other + ")", true},
+		{"no access list", "O:" + me + "D:NO_ACCESS_CONTROL", false},
+	} {
+		err := checkSecretSDDL(`C:\x`, tc.sddl, me, func(a, b string) bool { return a == b })
+		if (err == nil) != tc.safe || (err != nil && !errors.Is(err, ErrUnsafe)) {
+			t.Errorf("%s: %v; want safe %v", tc.name, err, tc.safe)
+		}
+	}
+}
