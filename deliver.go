@@ -470,7 +470,7 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 		// not be archived yet, and an older one with other bytes or another recipient
 		// must not be taken for it. After the look, any pick ends it, as before.
 		v = provider.Ask(ctx, p, dispatch, c.store)
-		if v.Confirm != nil || (v.Pick != nil && after > 0) { // after > 0: the look has ended
+		if v.Confirm != nil || (v.Pick != nil && after > 0) || v.Answer.Final { // after > 0: the look has ended; Final: its settings refuse what it lacks
 			break
 		}
 		select {
@@ -495,7 +495,11 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	} else if v.Confirm != nil {
 		close(confirmed) // recorded first: the look may end on it
 	}
-	c.info("provider lookup", Event{DispatchID: dispatch.DispatchID, Detail: l.Result + " " + l.ObjectID})
+	detail := l.Result + " " + l.ObjectID
+	if l.ObjectID == "" {
+		detail = l.Result + ": " + v.Answer.Detail // why it could not tell, or why nothing
+	}
+	c.info("provider lookup", Event{DispatchID: dispatch.DispatchID, Detail: detail})
 	if v.Confirm != nil {
 		return v.Confirm.ID
 	}

@@ -56,7 +56,11 @@ type Answer struct {
 	Result        Result
 	Objects       []Object // with Found: every object in the window whose file name is Dispatch.FileName, any recipient
 	Authoritative bool     // the provider's "nothing" is complete for the window (XMPP: MAM returned complete)
-	Detail        string   // a sentence for the evidence
+	Detail        string   // a sentence for the evidence; never empty in a Verdict (Ask fills one in)
+	// Final: asking again cannot change this answer, since what it lacks is refused by the
+	// provider's own settings (a download from an address they do not allow): a caller
+	// that asks again and again may stop. Detail names the setting.
+	Final bool
 }
 
 // Provider looks a dispatch up. Implementations never log and never put a password in an error or in Detail.
@@ -128,6 +132,9 @@ func Ask(ctx context.Context, p Provider, d Dispatch, bound Bindings) Verdict {
 	ans, err := p.Lookup(ctx, d)
 	if err != nil {
 		ans = Answer{Result: CantTell, Detail: err.Error()}
+	}
+	if strings.TrimSpace(ans.Detail) == "" {
+		ans.Detail = "the provider answered " + string(ans.Result) + " and gave no reason"
 	}
 	taken := map[string]bool{}
 	for _, o := range ans.Objects {

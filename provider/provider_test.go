@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,5 +110,38 @@ func TestResultSpelling(t *testing.T) {
 		if string(r) != want {
 			t.Errorf("%q, want %q", r, want)
 		}
+	}
+}
+
+type fixed struct {
+	a   Answer
+	err error
+}
+
+func (f fixed) Lookup(context.Context, Dispatch) (Answer, error) { return f.a, f.err }
+
+type unbound struct{}
+
+func (unbound) ObjectBinding(context.Context, string) (string, error) { return "", nil }
+
+// TestAskAlwaysSaysWhy: whatever a provider answers, the verdict's Detail is never
+// empty: a caller that logs or records it always has a reason to show.
+func TestAskAlwaysSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    fixed
+		want string
+	}{
+		{"can't tell with no detail", fixed{a: Answer{Result: CantTell}}, "cant_tell and gave no reason"},
+		{"found, bytes unknown, a blank detail", fixed{a: Answer{Result: Found, Objects: []Object{obj("o1", "", "xmpp:bob@localhost", "f.txt")}, Detail: " "}}, "found and gave no reason"},
+		{"an error", fixed{err: errors.New("the account file is unreadable")}, "the account file is unreadable"},
+		{"a detail of its own is kept", fixed{a: Answer{Result: CantTell, Detail: "the server is down."}}, "the server is down."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Ask(context.Background(), tc.p, Dispatch{DispatchID: "d", FileName: "f.txt", Destination: "xmpp:bob@localhost", SHA256: "ab"}, unbound{})
+			if !strings.HasSuffix(v.Answer.Detail, tc.want) || strings.TrimSpace(v.Answer.Detail) == "" {
+				t.Errorf("detail %q; want %q", v.Answer.Detail, tc.want)
+			}
+		})
 	}
 }

@@ -131,10 +131,30 @@ func checkPublicAddress(address string) error {
 		bad = bad || p.Contains(a)
 	}
 	if bad {
-		return fmt.Errorf("the link leads to %s, a loopback, private, link-local or otherwise non-public address (allow_private_addresses is off)", a)
+		return fmt.Errorf("%w: the link leads to %s, a loopback, private, link-local or otherwise non-public address; if the upload service is on your own network (a test bed on one machine), set \"allow_private_addresses\": true in the account file", errRefused, a)
 	}
 	return nil
 }
+
+// errRefused marks a download this configuration refuses before any byte is read: asking
+// again cannot change it.
+var errRefused = errors.New("refused by the account's settings")
+
+// probe downloads from link as fetch does (the same host, scheme and address checks)
+// and reads nothing: any HTTP answer means the service was reached.
+func (f *fetcher) probe(ctx context.Context, link string) error {
+	r := f.fetch(ctx, link, 0)
+	var status *httpStatus
+	if r.err == nil || errors.As(r.err, &status) {
+		return nil
+	}
+	return r.err
+}
+
+// httpStatus is a download answered with another status than 200 OK.
+type httpStatus struct{ status string }
+
+func (e *httpStatus) Error() string { return "HTTP " + e.status }
 
 // fetch downloads link, reading at most size+1 bytes, and returns the SHA-256 of what
 // it read: more than size bytes are other bytes than the dispatch's. Errors never quote
@@ -145,10 +165,10 @@ func (f *fetcher) fetch(ctx context.Context, link string, size int64) fetchResul
 		return fetchResult{err: errors.New("not a valid URL")}
 	}
 	if u.Scheme != "https" {
-		return fetchResult{err: fmt.Errorf("the link is %s, not https", u.Scheme)}
+		return fetchResult{err: fmt.Errorf("%w: the link is %s, not https", errRefused, u.Scheme)}
 	}
 	if !f.allowed(u.Host) {
-		return fetchResult{err: fmt.Errorf("the link's host %s is not the account's upload service (its domain or a subdomain, or download_hosts)", u.Hostname())}
+		return fetchResult{err: fmt.Errorf("%w: the link's host %s is not the account's upload service (its domain or a subdomain); if it is, add it to \"download_hosts\" in the account file", errRefused, u.Hostname())}
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout+time.Duration(size>>20)*time.Second)
 	defer cancel()
@@ -166,7 +186,7 @@ func (f *fetcher) fetch(ctx context.Context, link string, size int64) fetchResul
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fetchResult{err: fmt.Errorf("HTTP %s", resp.Status)}
+		return fetchResult{err: &httpStatus{resp.Status}}
 	}
 	h := sha256.New()
 	if resp.ContentLength > size {

@@ -408,7 +408,10 @@ func TestCollect(t *testing.T) {
 		msg("7", "alice@localhost/gajim", "", "chat", link), // no recipient
 	}
 	d := provider.Dispatch{FileName: "re\u0301port.pdf", Size: int64(len(content))} // the same name, decomposed (NFD)
-	objs, notes := p.collect(context.Background(), msgs, alice, d)
+	objs, notes, refused := p.collect(context.Background(), msgs, alice, d)
+	if refused {
+		t.Errorf("refused with two downloads made: want false")
+	}
 	var ids []string
 	for _, o := range objs {
 		ids = append(ids, o.ID)
@@ -431,6 +434,28 @@ func TestCollect(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "6") || !strings.Contains(notes[0], "404") {
 		t.Errorf("notes %q", notes)
+	}
+
+	// Without allow_private_addresses, the loopback server is refused at once, each
+	// note names the setting, and the refusal is final: asking again cannot change it.
+	p.http = testFetcher(Config{JID: "alice@localhost", DownloadHosts: []string{"127.0.0.1"}}, srv)
+	before := hits.Load()
+	objs, notes, refused = p.collect(context.Background(), msgs, alice, d)
+	if len(objs) != 3 || !refused || hits.Load() != before {
+		t.Errorf("%d objects, refused %v, %d downloads; want 3, refused, none", len(objs), refused, hits.Load()-before)
+	}
+	for _, n := range notes {
+		if !strings.Contains(n, `"allow_private_addresses": true`) {
+			t.Errorf("note %q does not name the setting", n)
+		}
+	}
+	// One refused by the settings (a host outside the account) and others downloaded:
+	// not final.
+	msgs = append(msgs, msg("8", "alice@localhost/gajim", "bob@localhost", "chat", "", "https://elsewhere.example/x/r%C3%A9port.pdf"))
+	p.http = testFetcher(Config{JID: "alice@localhost", DownloadHosts: []string{"127.0.0.1"}, AllowPrivateAddresses: true}, srv)
+	objs, notes, refused = p.collect(context.Background(), msgs, alice, d)
+	if len(objs) != 4 || refused || len(notes) != 2 || !strings.Contains(notes[1], `"download_hosts"`) {
+		t.Errorf("%d objects, refused %v, notes %q; want 4, not refused, the outside host's note naming download_hosts", len(objs), refused, notes)
 	}
 }
 
@@ -534,7 +559,7 @@ func TestCollectorPeersCannotSteerTheSearch(t *testing.T) {
 	if strings.Join(ours, ",") != "A1,A2" {
 		t.Errorf("read as the account's own: %v; want A1,A2", ours)
 	}
-	objects, _ := (&Provider{http: &fetcher{allowed: func(string) bool { return false }}}).collect(context.Background(), q.msgs, jid.MustParse("alice@localhost"),
+	objects, _, _ := (&Provider{http: &fetcher{allowed: func(string) bool { return false }}}).collect(context.Background(), q.msgs, jid.MustParse("alice@localhost"),
 		provider.Dispatch{FileName: "hello-bob.txt", Size: 1})
 	if len(objects) != 2 || objects[0].ID != "A1" || objects[1].ID != "A2" {
 		t.Errorf("objects %+v; want A1 and A2 only", objects)

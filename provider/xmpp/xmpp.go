@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,10 @@ import (
 	"mellium.im/sasl"
 	"mellium.im/xmpp"
 	"mellium.im/xmpp/dial"
+	"mellium.im/xmpp/disco"
+	"mellium.im/xmpp/disco/items"
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/upload"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/provider"
@@ -92,7 +96,7 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 		return cantTell("The archive of %s could not be searched for %s: %s.", account, window, p.describe(ctx, err))
 	}
 
-	objects, notes := p.collect(ctx, res.messages, account, d)
+	objects, notes, refused := p.collect(ctx, res.messages, account, d)
 	complete := res.complete && res.stable
 	var b strings.Builder
 	fmt.Fprintf(&b, "Searched the MAM archive of %s for %s: %d messages in %d pages", account, window, len(res.messages), res.pages)
@@ -128,6 +132,7 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 			Objects:       objects,
 			Authoritative: complete,
 			Detail:        p.redact(b.String()),
+			Final:         refused,
 		}, nil
 	}
 
@@ -187,8 +192,10 @@ func recipient(to jid.JID) string {
 }
 
 // collect keeps the messages the account sent whose link names d.FileName and
-// hashes the bytes at each link (each distinct link once).
-func (p *Provider) collect(ctx context.Context, msgs []archived, account jid.JID, d provider.Dispatch) ([]provider.Object, []string) {
+// hashes the bytes at each link (each distinct link once). refused says there were
+// objects and the settings refused the download of every one (errRefused): asking
+// again cannot read their bytes.
+func (p *Provider) collect(ctx context.Context, msgs []archived, account jid.JID, d provider.Dispatch) (_ []provider.Object, _ []string, refused bool) {
 	want := norm.NFC.String(d.FileName)
 	var objects []provider.Object
 	for _, m := range msgs {
@@ -221,6 +228,7 @@ func (p *Provider) collect(ctx context.Context, msgs []archived, account jid.JID
 
 	var notes []string
 	sums := map[string]fetchResult{}
+	refused = len(objects) > 0
 	for i := range objects {
 		r, done := sums[objects[i].Link]
 		if !done {
@@ -231,8 +239,9 @@ func (p *Provider) collect(ctx context.Context, msgs []archived, account jid.JID
 			}
 		}
 		objects[i].SHA256 = r.sha256
+		refused = refused && errors.Is(r.err, errRefused)
 	}
-	return objects, notes
+	return objects, notes, refused
 }
 
 // session is one logged-in connection, with its archive collector.
@@ -372,9 +381,14 @@ func (p *Provider) begin(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, cancel, account.Bare(), nil
 }
 
-// Check logs in and reads the account's archiving preferences, sending nothing: what
-// `sendonce doctor` asks of a configured account. It says what it saw. The destination
-// (an xmpp: id, or "") is not read: the archive is the account's own.
+// Check tries what a Lookup does, sending nothing: what `sendonce doctor` asks of a
+// configured account. It logs in, reads the account's archiving preferences, searches
+// its archive over the last hour, asks the account's HTTP upload service (XEP-0363)
+// for a slot and downloads from the slot's link as a lookup downloads a sent file (the
+// same checks: https, the account's domain or download_hosts, a public address unless
+// allow_private_addresses). Nothing is uploaded: any HTTP answer there is a download
+// that reached the service. It says what it saw; an error names the setting to change.
+// The destination (an xmpp: id, or "") is not read: the archive is the account's own.
 func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
 	ctx, cancel, account, err := p.begin(ctx)
 	if err != nil {
@@ -395,5 +409,64 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 	if !covers {
 		saw += " (" + why + ")"
 	}
-	return saw, nil
+	now := time.Now()
+	w := window{From: now.Add(-time.Hour), Until: now}
+	res, err := sess.searchArchive(ctx, w)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s; but its archive could not be searched: %s", saw, p.describe(ctx, err))))
+	}
+	saw += fmt.Sprintf("; its archive searched for the last hour (%d messages)", len(res.messages))
+	link, err := sess.uploadLink(ctx, account)
+	if err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s; but no download could be tried: %s", saw, p.describe(ctx, err))))
+	}
+	sess.close() // the download needs no XMPP session
+	if err := p.http.probe(ctx, link); err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s; but a download from its upload service (%s) failed: a lookup could not read the bytes of a file sent: %v", saw, hostOf(link), err)))
+	}
+	return fmt.Sprintf("%s; a download from its upload service (%s) reached it", saw, hostOf(link)), nil
+}
+
+func hostOf(link string) string {
+	if u, err := url.Parse(link); err == nil {
+		return u.Host
+	}
+	return link
+}
+
+// uploadLink finds the account's HTTP upload service (XEP-0363) among its server's
+// services and asks it for a slot for a one-byte file: the slot's download link, on the
+// host a file sent through it would be downloaded from. Nothing is uploaded.
+func (s *session) uploadLink(ctx context.Context, account jid.JID) (string, error) {
+	domain := account.Domain()
+	services := []jid.JID{domain}
+	iter := disco.FetchItems(ctx, items.Item{JID: domain}, s.s)
+	for iter.Next() {
+		services = append(services, iter.Item().JID)
+	}
+	err := iter.Err()
+	iter.Close()
+	if err != nil {
+		return "", fmt.Errorf("listing %s's services failed: %v", domain, err)
+	}
+	for _, svc := range services {
+		inf, err := disco.GetInfo(ctx, "", svc, s.s)
+		if err != nil {
+			continue
+		}
+		for _, f := range inf.Features {
+			if f.Var != upload.NS {
+				continue
+			}
+			slot, err := upload.GetSlot(ctx, upload.File{Name: "sendonce-doctor.txt", Size: 1, Type: "text/plain"}, svc, s.s)
+			if err != nil {
+				return "", fmt.Errorf("the upload service %s gave no slot: %v", svc, err)
+			}
+			if slot.GetURL == nil {
+				return "", fmt.Errorf("the upload service %s gave a slot without a download link", svc)
+			}
+			return slot.GetURL.String(), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no HTTP upload service (%s): a file sent there has no link a lookup can download", domain, upload.NS)
 }

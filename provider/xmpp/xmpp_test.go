@@ -435,6 +435,58 @@ func TestLive(t *testing.T) {
 		}
 	})
 
+	// A peer's messages to alice around her file, each with a <delay/> of its own stamped
+	// long ago and a link of the same name elsewhere: the archive is walked on the
+	// server's times and ids, so neither hides alice's file, ends the search, nor is an
+	// object; a name only the peer sent is authoritatively absent.
+	t.Run("PeerBackDatedDelay", func(t *testing.T) {
+		bobCfg := cfg
+		bobCfg.JID, bobCfg.Password = b.get(t, "BOB_JID"), b.get(t, "BOB_PASSWORD")
+		name := "sendonce provider " + run + " peer.txt"
+		peerOnly := "sendonce provider " + run + " peer only.txt"
+		from := time.Now()
+		peerSend(t, bobCfg, cfg.JID, "https://localhost:1/file_share/x/"+url.PathEscape(name), "1999-01-01T00:00:00Z", "peer-"+run+"-1")
+		peerSend(t, bobCfg, cfg.JID, "https://localhost:1/file_share/y/"+url.PathEscape(peerOnly), "2001-09-09T01:46:40Z", "peer-"+run+"-2")
+		content := []byte("alice's file among a peer's back-dated ones " + run + "\n")
+		sn := snd.send(t, b.get(t, "BOB_JID"), name, content)
+		peerSend(t, bobCfg, cfg.JID, "https://localhost:1/file_share/z/"+url.PathEscape(name), "1970-01-01T00:00:01Z", "peer-"+run+"-3")
+		d := provider.Dispatch{DispatchID: "d-peer-" + run, Destination: bob, FileName: name, Size: sn.size, SHA256: sn.sha256, From: from, Until: time.Now()}
+		a, _ := timed(t, p, d)
+		confirm, wrongBytes, wrongRecipient := provider.Match(a, d, nil)
+		if a.Result != provider.Found || !a.Authoritative || len(a.Objects) != 1 || confirm == nil || wrongBytes != nil || wrongRecipient != nil {
+			t.Fatalf("want alice's file alone, confirmed, authoritative: %+v", a)
+		}
+		d.FileName = peerOnly
+		if a, _ := timed(t, p, d); a.Result != provider.Absent || len(a.Objects) != 0 || !a.Authoritative {
+			t.Fatalf("a name only the peer sent: want absent, authoritative: %+v", a)
+		}
+	})
+
+	// A configuration without allow_private_addresses on a test bed whose upload service
+	// is on loopback: the lookup says why it cannot tell, names the setting, and its
+	// answer says asking again cannot change it; doctor's Check fails naming the setting,
+	// and passes with it.
+	t.Run("PrivateAddressRefusedSaysWhy", func(t *testing.T) {
+		strict := cfg
+		strict.AllowPrivateAddresses = false
+		name := "sendonce provider " + run + " private.txt"
+		content := []byte("a file on a loopback upload service " + run + "\n")
+		from := time.Now()
+		sn := snd.send(t, b.get(t, "BOB_JID"), name, content)
+		d := provider.Dispatch{DispatchID: "d-private-" + run, Destination: bob, FileName: name, Size: sn.size, SHA256: sn.sha256, From: from, Until: time.Now()}
+		v := provider.Ask(context.Background(), New(strict), d, noBindings{})
+		if v.Confirm != nil || v.Pick != nil || !strings.Contains(v.Answer.Detail, "allow_private_addresses") || !v.Answer.Final {
+			t.Fatalf("want no pick, a detail naming allow_private_addresses, and a final answer: %+v", v)
+		}
+		if _, err := New(strict).Check(context.Background(), ""); err == nil || !strings.Contains(err.Error(), `"allow_private_addresses": true`) {
+			t.Fatalf("Check without allow_private_addresses: %v; want an error naming it", err)
+		}
+		saw, err := New(cfg).Check(context.Background(), "")
+		if err != nil || !strings.Contains(saw, "reached it") {
+			t.Fatalf("Check with allow_private_addresses: %q, %v; want a download that reached the upload service", saw, err)
+		}
+	})
+
 	t.Run("WrongPasswordCantTell", func(t *testing.T) {
 		bad := cfg
 		bad.Password = "wrong-" + hex.EncodeToString(randomBytes(t, 8))
@@ -527,5 +579,37 @@ func TestLinkNameFromUploadURL(t *testing.T) {
 	got, ok := fileName(u.String())
 	if !ok || got != "a b ü%.txt" {
 		t.Fatalf("fileName(%s) = %q %v", u, got, ok)
+	}
+}
+
+// noBindings: no object is bound to any dispatch.
+type noBindings struct{}
+
+func (noBindings) ObjectBinding(context.Context, string) (string, error) { return "", nil }
+
+// peerSend logs in as cfg's account (a peer) and sends to a chat message whose body is
+// link, with the same URL in jabber:x:oob and a <delay/> stamped stamp (what a client
+// that relays old messages, or lies, puts there); id is the stanza's id.
+func peerSend(t *testing.T, cfg Config, to, link, stamp, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := New(cfg)
+	s, err := p.connect(ctx, jid.MustParse(cfg.JID).Bare())
+	if err != nil {
+		t.Fatalf("%s logging in: %v", cfg.JID, err)
+	}
+	defer s.close()
+	body := xmlstream.Wrap(xmlstream.Token(xml.CharData(link)), xml.StartElement{Name: xml.Name{Local: "body"}})
+	delay := xmlstream.Wrap(nil, xml.StartElement{Name: xml.Name{Space: nsDelay, Local: "delay"}, Attr: []xml.Attr{{Name: xml.Name{Local: "stamp"}, Value: stamp}}})
+	msg := stanza.Message{To: jid.MustParse(to), Type: stanza.ChatMessage, ID: id}
+	if err := s.s.Send(ctx, msg.Wrap(xmlstream.MultiReader(body, oob.Data{URL: link}.TokenReader(), delay))); err != nil {
+		t.Fatalf("%s sending %s: %v", cfg.JID, link, err)
+	}
+	ping := struct {
+		XMLName xml.Name `xml:"urn:xmpp:ping ping"`
+	}{}
+	if err := s.iq(ctx, stanza.GetIQ, ping, nil); err != nil {
+		t.Fatalf("ping after sending %s: %v", link, err)
 	}
 }
