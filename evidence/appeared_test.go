@@ -71,9 +71,11 @@ func appearedCases() []struct {
 		{"on a condition's observation", cat([]Record{items("before_send")}, dismissed(1), []Record{onObservation("condition", report)}, final()), 8},
 		{"on a title's observation", cat([]Record{items("before_send")}, dismissed(1), []Record{onObservation("conversation_title", report)}, final()), 8},
 		// A first before_send read that showed ours, and a later one, still before the
-		// file could be attached, that shows less: the chat as it was is the lesser, and
-		// the final read's item of ours is new beside it.
-		{"a later baseline read shows less", cat([]Record{step("open the chat", Safe), result(1, ""), items("before_send", report), title("Bob"), items("before_send")}, dismissed(5)[1:], final(report)), 11},
+		// file could be attached, that shows less: the chat as it was is the lesser,
+		// wherever it comes, and the first read's item of ours is new beside it.
+		{"a later read of the chat as it was shows less", cat([]Record{step("open the chat", Safe), result(1, ""), items("before_send", report), title("Bob"), items("before_send")}, dismissed(5)[1:], final(report)), 3},
+		// The same, the item gone again by the end: shown once, it still counted.
+		{"shown, then gone before a later read of the chat as it was", cat([]Record{step("open the chat", Safe), result(1, ""), items("before_send", older, report), title("Bob"), items("before_send", older)}, dismissed(5)[1:], final(older)), 3},
 	}
 }
 

@@ -244,7 +244,17 @@ func Classify(t Transcript) Classification {
 			return FailClosed(err)
 		}
 	}
-	j := &judge{m: m, rules: rules, steps: map[int]Record{}, withInputs: stepsWithInputs(t.Records)}
+	// The chat as it was is known only once every read is: a read before it in the
+	// transcript, or after it, may show less. A first pass finds it; the second judges.
+	with := stepsWithInputs(t.Records)
+	scan := &judge{m: m, rules: rules, steps: map[int]Record{}, withInputs: with, scanning: true}
+	for _, r := range t.Records {
+		scan.read(r)
+	}
+	j := &judge{m: m, rules: rules, steps: map[int]Record{}, withInputs: with, asWas: scan.asWas}
+	if j.asWas.set && j.asWas.preSet {
+		j.asWas.lowerTo(j.asWas.pre, j.asWas.preSeq)
+	}
 	for _, r := range t.Records {
 		j.read(r)
 	}
@@ -270,13 +280,10 @@ type judge struct {
 	pickerGate bool // the gate was asked at a boundary: the runner wrote this transcript
 	sendAt     int  // the gate's first crossing of send
 	lastAct    int  // the last record that acted or may have: a step, or input
-	// The chat as it was: base is the fewest items this dispatch's before_send reads
-	// showed while nothing could submit yet, and any read before anything acted (set by
-	// the first such before_send read, baseSeq); pre is the fewest reads before anything
-	// acted showed (preSeq), which lowers base but never sets it.
-	base, pre       chatCount
-	baseSet, preSet bool
-	baseSeq, preSeq int
+	// scanning: this pass only finds the chat as it was (asWas), and judges no read of
+	// the chat.
+	scanning bool
+	asWas    chatAsWas
 	// shown is the most items beyond the chat as it was that Appeared lists so far.
 	shown     chatCount
 	finalChat int // the last final read of the chat
@@ -468,47 +475,61 @@ type chatCount struct{ ours, named int }
 
 func lower(a, b chatCount) chatCount { return chatCount{min(a.ours, b.ours), min(a.named, b.named)} }
 
+// chatAsWas is the chat as it was before anything could submit: the fewest items this
+// dispatch's before_send reads showed while nothing could submit yet (no side effect
+// but what reads of the chat show, the file not yet possibly attached), wherever they
+// are in the transcript, lowered by any read before anything acted (pre), which never
+// sets it alone.
+type chatAsWas struct {
+	set    bool
+	first  int // the first such before_send read: reads before it are compared with none
+	base   chatCount
+	seq    int // the read that showed the fewest
+	pre    chatCount
+	preSet bool
+	preSeq int
+}
+
+func (a *chatAsWas) lowerTo(c chatCount, seq int) {
+	if c.ours < a.base.ours || c.named < a.base.named {
+		a.base, a.seq = lower(a.base, c), seq
+	}
+}
+
 // chat judges a read of the chat against the chat as it was (see Classify): a read after
 // something acted that shows more items of ours, or more named like the file, is side-
-// effect evidence, whatever its phase, its order, its record or any step's class.
+// effect evidence, whatever its phase, its order, its record or any step's class. The
+// first pass (scanning) only finds the chat as it was.
 func (j *judge) chat(r Record) {
 	o := r.Observed
 	now := chatCount{ours: ours(o.Items), named: j.named(o.Items)}
-	asWas := r.Kind == KindObserve && o.What == "sent_items" && o.Phase == "before_send" && o.DispatchID == j.m.DispatchID &&
-		!j.sideEffect && j.attachedAt == 0 && !j.attachNext
+	if j.scanning {
+		a := &j.asWas
+		if r.Kind == KindObserve && o.What == "sent_items" && o.Phase == "before_send" && o.DispatchID == j.m.DispatchID &&
+			!j.sideEffect && j.attachedAt == 0 && !j.attachNext {
+			if !a.set {
+				a.set, a.first, a.base, a.seq = true, r.Seq, now, r.Seq
+			}
+			a.lowerTo(now, r.Seq)
+		}
+		if j.lastAct == 0 {
+			if !a.preSet {
+				a.pre, a.preSet, a.preSeq = now, true, r.Seq
+			} else if now.ours < a.pre.ours || now.named < a.pre.named {
+				a.pre, a.preSeq = lower(a.pre, now), r.Seq
+			}
+		}
+		return
+	}
 	switch {
 	case j.lastAct == 0:
 		// Nothing has acted yet (every input is written ahead, on its step): what the
 		// chat shows is no doing of this attempt.
-	case !j.baseSet && asWas:
-		// The first read of the chat as it was after something acted (the runner reads
-		// it after opening the conversation): only a read before anything acted can
-		// show it holds something new.
-		if j.preSet {
-			j.compare(r, now, j.pre, j.preSeq)
-		}
-	case j.baseSet:
-		j.compare(r, now, j.base, j.baseSeq)
+	case j.asWas.set && r.Seq >= j.asWas.first:
+		j.compare(r, now, j.asWas.base, j.asWas.seq)
 	default:
+		// No read of the chat as it was comes before this one: everything is new.
 		j.compare(r, now, chatCount{}, 0)
-	}
-	switch {
-	case asWas && !j.baseSet:
-		j.base, j.baseSet, j.baseSeq = now, true, r.Seq
-		if j.preSet && (j.pre.ours < now.ours || j.pre.named < now.named) {
-			j.base, j.baseSeq = lower(now, j.pre), j.preSeq
-		}
-	case asWas || j.lastAct == 0 && j.baseSet:
-		if now.ours < j.base.ours || now.named < j.base.named {
-			j.base, j.baseSeq = lower(j.base, now), r.Seq
-		}
-	}
-	if j.lastAct == 0 {
-		if !j.preSet {
-			j.pre, j.preSet, j.preSeq = now, true, r.Seq
-		} else if now.ours < j.pre.ours || now.named < j.pre.named {
-			j.pre, j.preSeq = lower(j.pre, now), r.Seq
-		}
 	}
 }
 

@@ -2,8 +2,10 @@ package evidence
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -509,13 +511,18 @@ func show(c Classification) string {
 }
 
 // FuzzMaySubmitNeverTowardNotSent: inserting a may_submit or submit step anywhere in a
-// transcript never makes its outcome not_sent.
+// transcript never makes its outcome not_sent (mode even); nor does inserting a read that
+// shows one item of ours more than any read of the transcript (mode odd: issue 43, item
+// 6), anywhere after something acted (or carried on a step, which acts), in any phase,
+// for this dispatch or another, on an observation, a result or a step, with the steps'
+// classes kept or all made safe; the classification then lists an item that appeared.
 func FuzzMaySubmitNeverTowardNotSent(f *testing.F) {
 	for i := range corpus() {
-		f.Add(uint8(i), uint8(3), uint8(0), false)
+		f.Add(uint8(i), uint8(3), uint8(0), false, uint8(0))
+		f.Add(uint8(i), uint8(5), uint8(i), true, uint8(2*i+1))
 	}
 	cases := corpus()
-	f.Fuzz(func(t *testing.T, which, at, cls uint8, complete bool) {
+	f.Fuzz(func(t *testing.T, which, at, cls uint8, complete bool, mode uint8) {
 		c := cases[int(which)%len(cases)]
 		dir := filepath.Join(t.TempDir(), "b")
 		c.build(t, dir)
@@ -525,17 +532,78 @@ func FuzzMaySubmitNeverTowardNotSent(f *testing.F) {
 		}
 		recs := append([]Record(nil), b.Records...)
 		pos := int(at) % (len(recs) + 1)
-		class := []Class{MaySubmit, Submit}[cls%2]
-		ins := Record{Kind: KindStep, Intent: "inserted", Class: class}
+		var ins Record
+		what := ""
+		if mode%2 == 0 {
+			class := []Class{MaySubmit, Submit}[cls%2]
+			ins = Record{Kind: KindStep, Intent: "inserted", Class: class}
+			what = fmt.Sprintf("a %s step", class)
+		} else {
+			ins, pos = newOfOursRead(recs, pos, cls, mode)
+			what = fmt.Sprintf("a read of one more item of ours (%s record, phase %s, dispatch %s)", ins.Kind, ins.Observed.Phase, ins.Observed.DispatchID)
+		}
 		recs = append(recs[:pos], append([]Record{ins}, recs[pos:]...)...)
 		for i := range recs {
 			recs[i].Seq = i + 1
+			if mode%2 == 1 && mode&16 != 0 && recs[i].Kind == KindStep {
+				recs[i].Class = Safe
+			}
 		}
 		got := Classify(Transcript{Manifest: b.Manifest, Records: recs, Complete: complete})
 		if got.Outcome == gate.NotSent {
-			t.Fatalf("%s with a %s step at %d classified not_sent: %v", c.name, class, pos, got.Reasons)
+			t.Fatalf("%s with %s at %d classified not_sent: %v", c.name, what, pos+1, got.Reasons)
+		}
+		if mode%2 == 1 && !got.FailClosed && len(got.Appeared) == 0 {
+			t.Fatalf("%s with %s at %d: no item listed as appeared: %v", c.name, what, pos+1, got.Reasons)
 		}
 	})
+}
+
+// newOfOursRead is a read that shows one item of ours more than any read of recs, and
+// where to insert it: after the first record that acted, or anywhere when a step
+// carries it (a step acts). A before_send read of this dispatch with no such read
+// before it would be the chat as it was itself: it is made a final read.
+func newOfOursRead(recs []Record, pos int, cls, mode uint8) (Record, int) {
+	most := 0
+	for _, r := range recs {
+		if r.Observed != nil {
+			most = max(most, ours(r.Observed.Items))
+		}
+	}
+	var its []Item
+	for i := 0; i <= most; i++ {
+		its = append(its, Item{Name: []string{"report.txt", "", "other.txt", "report.t…"}[(int(mode)>>1+i)%4], Size: "17 B", Y: 100 + 50*i, Ours: true, Finished: mode&32 == 0})
+	}
+	rd := items([]string{"before_send", "after_send", "final"}[(mode>>3)%3], its...)
+	if mode&64 != 0 {
+		rd.Observed.DispatchID = "0000another"
+	}
+	firstAct := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindStep || len(r.Inputs) > 0 })
+	carrier := int(cls) % 3
+	if firstAct < 0 {
+		carrier = 2
+	}
+	if carrier != 2 {
+		pos = firstAct + 1 + pos%(len(recs)-firstAct)
+	}
+	o := rd.Observed
+	if carrier == 0 && o.Phase == "before_send" && o.DispatchID == testDispatch &&
+		!slices.ContainsFunc(recs[:pos], func(r Record) bool {
+			return r.Observed != nil && r.Observed.What == "sent_items" && r.Observed.Phase == "before_send" && r.Observed.DispatchID == testDispatch
+		}) {
+		o.Phase = "final"
+	}
+	switch carrier {
+	case 0:
+		return rd, pos
+	case 1:
+		r := result(firstAct+1, "")
+		r.Observed = o
+		return r, pos
+	}
+	r := step("look", Safe)
+	r.Observed = o
+	return r, pos
 }
 
 // FuzzVerify feeds arbitrary bytes as steps.jsonl: Verify never panics, and whatever it

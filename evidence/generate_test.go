@@ -3,6 +3,7 @@ package evidence
 import (
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/gate"
@@ -240,6 +241,7 @@ func checkProperties(t *testing.T, b []byte) gate.Outcome {
 	if got := g.classify(without); got.Outcome == gate.SentVerified {
 		t.Fatalf("sent_verified with every after-send read and provider confirmation removed: %v", got.Reasons)
 	}
+	checkAppeared(t, g, &choices{b: b, i: len(b) / 3})
 	withInput := stepsWithInputs(g.records)
 	for i, r := range g.records {
 		if r.Kind != KindStep || r.Class == Safe || !withInput[r.Seq] {
@@ -253,6 +255,77 @@ func checkProperties(t *testing.T, b []byte) gate.Outcome {
 		}
 	}
 	return base.Outcome
+}
+
+// newOfOurs is the property of issue 43, item 6: a read that shows the chat as it was
+// and one item of ours more, inserted anywhere after something acted (or carried on a
+// step, which acts), in any phase, for this dispatch or another, on an observation, a
+// result or a step, with every step's class kept or made safe, never leaves the outcome
+// not_sent, and the classification lists an item that appeared and says it counted.
+// The generator's chat as it was shows older; a transcript with no first read of the
+// chat has none, and a before_send read of this dispatch made while nothing could
+// submit is then the chat as it was itself (nothing is new beside it): that one read
+// is moved to the final phase.
+func checkAppeared(t *testing.T, g generated, c *choices) {
+	recs := append([]Record(nil), g.records...)
+	var older []Item
+	hasAsWas := len(recs) > 0 && recs[0].Observed != nil && recs[0].Observed.Phase == "before_send"
+	if hasAsWas {
+		older = recs[0].Observed.Items
+	}
+	fresh := Item{Name: []string{"report.txt", "", "other.txt", "report.t…"}[c.pick(4)], Size: []string{"17 B", "", "5 MB"}[c.pick(3)],
+		Y: 500 + c.pick(100), Ours: true, Finished: c.chance(50)}
+	if c.chance(10) {
+		fresh.Y = c.pick(500) // not the lowest
+	}
+	rd := items([]string{"before_send", "after_send", "final"}[c.pick(3)], append(append([]Item(nil), older...), fresh)...)
+	if c.chance(15) {
+		rd.Observed.DispatchID = "0000another"
+	}
+	firstAct := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindStep || len(r.Inputs) > 0 })
+	carrier := c.pick(3)
+	if firstAct < 0 {
+		carrier = 2 // nothing acted: the step that carries the read acts
+	}
+	var ins Record
+	switch carrier {
+	case 0:
+		ins = rd
+	case 1:
+		ins = result(firstAct+1, "")
+		ins.Observed = rd.Observed
+	default:
+		ins = step("look", Safe)
+		ins.Observed = rd.Observed
+	}
+	at := firstAct + 1 + c.pick(len(recs)-firstAct)
+	if carrier == 2 {
+		at = c.pick(len(recs) + 1)
+	}
+	if !hasAsWas && carrier == 0 && rd.Observed.Phase == "before_send" && rd.Observed.DispatchID == testDispatch {
+		rd.Observed.Phase = "final"
+	}
+	ins.Mono = 0
+	if at > 0 {
+		ins.Mono = recs[at-1].Mono // no time passes: it holds nothing longer
+	}
+	recs = append(recs[:at], append([]Record{ins}, recs[at:]...)...)
+	relabel := c.chance(50)
+	if relabel {
+		for i := range recs {
+			if recs[i].Kind == KindStep {
+				recs[i].Class = Safe
+			}
+		}
+	}
+	got := g.classify(recs)
+	if got.Outcome == gate.NotSent {
+		t.Fatalf("a new item of ours %+v read in phase %s for %s on a %s record at %d (classes made safe: %v) classified not_sent: %v",
+			fresh, rd.Observed.Phase, rd.Observed.DispatchID, ins.Kind, at+1, relabel, got.Reasons)
+	}
+	if len(got.Appeared) == 0 || !slices.ContainsFunc(got.Reasons, func(s string) bool { return strings.Contains(s, "appeared") && strings.Contains(s, "counted") }) {
+		t.Fatalf("a new item of ours %+v at %d: the classification does not list it as counted: appeared %+v, reasons %v", fresh, at+1, got.Appeared, got.Reasons)
+	}
 }
 
 // FuzzClassifierProperties runs the properties on transcripts built from the fuzzer's
