@@ -11,20 +11,22 @@ import (
 )
 
 // OpenAccessibility is the accessibility tree of the apps on an X display, for the
-// steps of a profile that read it (Deliverer.OpenTree): the bus the display's root
-// window names, connected at the first read, and closed by the returned func. A display
-// without one costs nothing until a step reads it, which then stops, naming what to
-// install or set.
+// steps of a profile that read it (Deliverer.OpenTree): each app's bus found at its
+// first read by atspi.Locate (the app's session bus, weighed against the bus the
+// display's root window names: sources that disagree stop the read), connected then,
+// and closed by the returned func. A display without one costs nothing until a step
+// reads it, which then stops, naming what to install or set.
 func OpenAccessibility(_ context.Context, display string) (driver.Tree, func()) {
-	t := &accessibility{display: display, apps: map[int]atspi.App{}}
+	t := &accessibility{display: display, located: map[int]string{}, buses: map[string]*atspi.Bus{}, apps: map[int]atspi.App{}}
 	return t, t.close
 }
 
 type accessibility struct {
 	display string
 	mu      sync.Mutex
-	bus     *atspi.Bus
-	apps    map[int]atspi.App // by process id
+	located map[int]string        // each process's accessibility bus's address, by process id
+	buses   map[string]*atspi.Bus // by address
+	apps    map[int]atspi.App     // by process id
 }
 
 // snapshotTime bounds one read of an app's tree when the read's scope does not (a
@@ -43,34 +45,50 @@ func snapshotLimits(scope driver.TreeScope) atspi.Limits {
 func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.TreeScope) (*atspi.Node, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.bus == nil {
-		addr, err := atspi.AddressOnDisplay(t.display)
-		if err != nil {
-			return nil, err
-		}
-		if t.bus, err = atspi.Open(ctx, addr); err != nil {
-			return nil, err
-		}
+	bus, err := t.bus(ctx, pid)
+	if err != nil {
+		return nil, err
 	}
 	app, ok := t.apps[pid]
 	if !ok {
-		var err error
-		if app, err = t.bus.Application(ctx, uint32(pid)); err != nil {
+		if app, err = bus.Application(ctx, uint32(pid)); err != nil {
 			return nil, err
 		}
 		t.apps[pid] = app
 	}
-	n, err := t.bus.Snapshot(ctx, app.Ref, snapshotLimits(scope))
+	n, err := bus.Snapshot(ctx, app.Ref, snapshotLimits(scope))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}
 	return n, nil
 }
 
+// bus is the accessibility bus of process pid, located at its first read.
+func (t *accessibility) bus(ctx context.Context, pid int) (*atspi.Bus, error) {
+	addr, ok := t.located[pid]
+	if !ok {
+		loc, err := atspi.Locate(ctx, t.display, pid)
+		if err != nil {
+			return nil, err
+		}
+		addr = loc.Address
+		t.located[pid] = addr
+	}
+	if b := t.buses[addr]; b != nil {
+		return b, nil
+	}
+	b, err := atspi.Open(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.buses[addr] = b
+	return b, nil
+}
+
 func (t *accessibility) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.bus != nil {
-		t.bus.Close()
+	for _, b := range t.buses {
+		b.Close()
 	}
 }

@@ -17,7 +17,7 @@ import (
 // process), by process name or by process id, on the accessibility bus of an X display's
 // session (or one given by address).
 type InspectRequest struct {
-	Display string // the X display whose root window names the accessibility bus (AT_SPI_BUS)
+	Display string // the X display whose app's accessibility bus to read (atspi.Locate)
 	Bus     string // the accessibility bus's address, instead of the display's
 	App     string // a profile's name (Options.ProfileDirs, then built in): the app is its process
 	Process string // the app's process name, as profiles name it ("gajim")
@@ -50,14 +50,25 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	if err != nil {
 		return InspectResult{}, err
 	}
-	addr := req.Bus
-	if addr == "" {
-		if req.Display == "" {
-			return InspectResult{}, FieldErrorf("display", "is required to find the accessibility bus (or give its address)")
+	// The bus: the one given; else the app's (atspi.Locate) when its process id is
+	// given; else the one the display's root window names, to find the app on, and then
+	// the app's own, which must be the same.
+	addr, check := req.Bus, false
+	switch {
+	case addr != "":
+	case req.Display == "":
+		return InspectResult{}, FieldErrorf("display", "is required to find the accessibility bus (or give its address)")
+	case req.PID != 0:
+		loc, err := atspi.Locate(ctx, req.Display, int(req.PID))
+		if err != nil {
+			return InspectResult{}, err
 		}
+		addr = loc.Address
+	default:
 		if addr, err = atspi.AddressOnDisplay(req.Display); err != nil {
 			return InspectResult{}, err
 		}
+		check = true
 	}
 	bus, err := atspi.Open(ctx, addr)
 	if err != nil {
@@ -82,6 +93,16 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	if app == nil {
 		return InspectResult{}, fmt.Errorf("%w: no such application on the accessibility bus %s; registered: %s (a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1)",
 			atspi.ErrUnavailable, addr, strings.Join(seen, ", "))
+	}
+	if check {
+		loc, err := atspi.Locate(ctx, req.Display, int(app.PID))
+		if err != nil {
+			return InspectResult{}, err
+		}
+		if loc.Address != addr {
+			return InspectResult{}, fmt.Errorf("%w: %s (pid %d) is on the accessibility bus %s, which the root window of display %s names, but its own is %s (%s): another program on the display may have rewritten AT_SPI_BUS; nothing was read (give --pid, or --bus)",
+				atspi.ErrSourcesDisagree, app.Name, app.PID, addr, req.Display, loc.Address, loc.From)
+		}
 	}
 	now := clock.Or(opt.Clock)
 	start := now()

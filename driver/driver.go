@@ -29,7 +29,22 @@ type Window struct {
 	Process  string // the process's command name, e.g. "gajim"
 	Bounds   image.Rectangle
 	Viewable bool
+	// PIDFrom says whose word PID is: PIDFromServer (the X server's, which no client
+	// can set) or PIDFromProperty (_NET_WM_PID's, which any client on the display can
+	// write: a server without the X-Resource extension, or a client it cannot tell
+	// the process of); "" where the desktop does not say (a replay).
+	PIDFrom string `json:",omitempty"`
+	// ClaimedPID is the window's _NET_WM_PID where it is not the process the X server
+	// says made the window: another client may have rewritten it, and FindWindow
+	// chooses no window of that title while it does.
+	ClaimedPID int `json:",omitempty"`
 }
+
+// Where a Window's PID comes from (Window.PIDFrom).
+const (
+	PIDFromServer   = "X server"
+	PIDFromProperty = "_NET_WM_PID"
+)
 
 // Driver is a desktop: its windows, input events and screen.
 type Driver interface {

@@ -104,7 +104,8 @@ const probeTime = 5 * time.Second
 // a tree (none given, the app publishes none, the bus does not answer) a profile that
 // requires it stops here; else OCR reads in the tree's place, the steps that read only
 // the tree (wait_node, click_node) stop when they come, and the evidence and the result
-// say so.
+// say so. Where the sources that name the app's bus disagree, or the only one is in
+// doubt (atspi.ErrSourcesDisagree, atspi.ErrUntrusted), every profile stops here.
 func (r *Runner) probeTree(ctx context.Context) error {
 	if !r.Profile.ReadsTree() {
 		return nil
@@ -114,7 +115,11 @@ func (r *Runner) probeTree(ctx context.Context) error {
 	case r.Tree == nil:
 		err = errors.New("this desktop gives no accessibility tree (a replay, or opened without one)")
 	case r.window.PID == 0:
-		err = errors.New("the app's window names no process id (_NET_WM_PID) to find its tree by")
+		err = errors.New("neither the X server nor the app's window (_NET_WM_PID) names the process that made it, to find its tree by")
+	case r.window.PIDFrom == PIDFromProperty:
+		// Any client on the display can write _NET_WM_PID: the tree found by it could
+		// be another program's, titled as the app's window is.
+		err = errors.New("the X server cannot say which process made the app's window (it has no X-Resource extension, or the app reaches it over TCP), and the window's own _NET_WM_PID is any display client's to write: the tree is not looked up by it (xdpyinfo -queryExtensions | grep X-Resource)")
 	default:
 		pctx, cancel := context.WithTimeout(ctx, probeTime)
 		_, err = r.Tree.Snapshot(pctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Time: probeTime})
@@ -129,6 +134,12 @@ func (r *Runner) probeTree(ctx context.Context) error {
 	if _, rerr := r.appendRecord(evidence.Record{Kind: evidence.KindObserve, Intent: "read the app's accessibility tree",
 		Observed: &evidence.Observation{What: "accessibility_tree", DispatchID: r.dispatchID(), Readings: []evidence.Reading{{Source: SourceTree, Text: text}}}}); rerr != nil {
 		return rerr
+	}
+	if errors.Is(err, atspi.ErrSourcesDisagree) || errors.Is(err, atspi.ErrUntrusted) {
+		// Not a tree that is missing: a display where another program may be passing
+		// its own tree off as the app's. OCR of the same display is no way round it.
+		r.progress("%-10s %-32s %v: stopping before anything is touched", "safe", "read the app's tree", err)
+		return fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	if err != nil && r.Profile.Tree == TreeRequired {
 		r.progress("%-10s %-32s %v: stopping before anything is touched", "safe", "read the app's tree", err)

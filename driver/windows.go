@@ -25,7 +25,9 @@ func (r *Runner) findWindow(ctx context.Context) error {
 }
 
 // FindWindow finds the profile's one main window on the display: viewable, of the
-// profile's process, with its title. None, or more than one, is ErrWindow.
+// profile's process, with its title. None, or more than one, is ErrWindow; so is a
+// window of its title whose process the X server and its _NET_WM_PID disagree on,
+// where either names the profile's process (ErrPIDDisagrees): nothing is chosen then.
 func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 	ws, err := d.Windows(ctx)
 	if err != nil {
@@ -33,7 +35,17 @@ func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 	}
 	var found []Window
 	for _, w := range ws {
-		if w.Viewable && p.MatchesProcess(w.Process) && p.matchesTitle(w.Title) {
+		if !w.Viewable || !p.matchesTitle(w.Title) {
+			continue
+		}
+		if w.ClaimedPID != 0 && w.ClaimedPID != w.PID {
+			claimed := ProcessName(w.ClaimedPID)
+			if p.MatchesProcess(w.Process) || p.MatchesProcess(claimed) {
+				return Window{}, fmt.Errorf("%w: %w: window %#x titled %q was made by process %d (%s) says the X server, but its _NET_WM_PID names process %d (%s): another program on the display may have rewritten it to pass a window, or an accessibility tree, off as %s's; nothing was chosen. Check which programs run on this display (xlsclients -l), and restart %s",
+					ErrWindow, ErrPIDDisagrees, w.ID, w.Title, w.PID, orUnknown(w.Process), w.ClaimedPID, orUnknown(claimed), p.App, p.App)
+			}
+		}
+		if p.MatchesProcess(w.Process) {
 			found = append(found, w)
 		}
 	}
@@ -44,6 +56,18 @@ func FindWindow(ctx context.Context, d Driver, p *Profile) (Window, error) {
 		return found[0], nil
 	}
 	return Window{}, fmt.Errorf("%w: %d viewable %s windows titled %q; refusing to guess which one", ErrWindow, len(found), p.Process, p.WindowTitle)
+}
+
+// ErrPIDDisagrees: the X server and a window's _NET_WM_PID name different processes
+// for the window (Window.ClaimedPID).
+var ErrPIDDisagrees = errors.New("the window's process is in doubt")
+
+// orUnknown is a process's name, or "unknown" where it cannot be read.
+func orUnknown(name string) string {
+	if name == "" {
+		return "unknown"
+	}
+	return name
 }
 
 func (r *Runner) windowTitled(ctx context.Context, prefix string) (Window, bool, error) {

@@ -7,21 +7,23 @@ import (
 	"image"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/res"
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/sendonce/sendonce/driver"
 )
 
 // windowList reads the EWMH client list with each window's title, PID, process,
-// absolute geometry and map state.
-func windowList(c *xgb.Conn) ([]driver.Window, error) {
+// absolute geometry and map state. noRes is why the X server cannot say which process
+// made a window (nil: it can; serverPIDs).
+func windowList(c *xgb.Conn, noRes error) ([]driver.Window, error) {
 	ids, err := clientIDs(c)
 	if err != nil {
 		return nil, err
 	}
 	var out []driver.Window
 	for _, id := range ids {
-		if w, ok := describe(c, id); ok {
+		if w, ok := describe(c, noRes, id); ok {
 			out = append(out, w)
 		}
 	}
@@ -43,8 +45,9 @@ func clientIDs(c *xgb.Conn) ([]xproto.Window, error) {
 }
 
 // describe reads one client window's title, PID, process, absolute geometry and map
-// state; ok is false when it went away meanwhile.
-func describe(c *xgb.Conn, id xproto.Window) (driver.Window, bool) {
+// state; ok is false when it went away meanwhile. The PID is the X server's word where
+// it has one (see pidOf).
+func describe(c *xgb.Conn, noRes error, id xproto.Window) (driver.Window, bool) {
 	root := xproto.Setup(c).DefaultScreen(c).Root
 	w := driver.Window{ID: uint32(id)}
 	if name, err := property(c, id, "_NET_WM_NAME"); err == nil && len(name) > 0 {
@@ -52,8 +55,8 @@ func describe(c *xgb.Conn, id xproto.Window) (driver.Window, bool) {
 	} else if name, err := property(c, id, "WM_NAME"); err == nil {
 		w.Title = string(name)
 	}
-	if pid, err := property(c, id, "_NET_WM_PID"); err == nil && len(pid) >= 4 {
-		w.PID = int(xgb.Get32(pid))
+	w.PID, w.PIDFrom, w.ClaimedPID = pidOf(c, noRes, id)
+	if w.PID != 0 {
 		w.Process = driver.ProcessName(w.PID)
 	}
 	attrs, err := xproto.GetWindowAttributes(c, id).Reply()
@@ -77,7 +80,7 @@ func describe(c *xgb.Conn, id xproto.Window) (driver.Window, bool) {
 // focusedClient is the client window holding the input focus (ID 0 if none does): the
 // focus window itself, the client it is inside of, or the one client inside the window
 // manager's frame that has it. Only that one window is described.
-func focusedClient(c *xgb.Conn) (driver.Window, error) {
+func focusedClient(c *xgb.Conn, noRes error) (driver.Window, error) {
 	f, err := xproto.GetInputFocus(c).Reply()
 	if err != nil {
 		return driver.Window{}, err
@@ -91,7 +94,7 @@ func focusedClient(c *xgb.Conn) (driver.Window, error) {
 		clients[id] = true
 	}
 	found := func(id xproto.Window) (driver.Window, error) {
-		if w, ok := describe(c, id); ok {
+		if w, ok := describe(c, noRes, id); ok {
 			return w, nil
 		}
 		return driver.Window{}, nil // it went away: no window has the focus
@@ -120,6 +123,61 @@ func focusedClient(c *xgb.Conn) (driver.Window, error) {
 		w = tree.Parent
 	}
 	return driver.Window{}, nil
+}
+
+// serverPIDs readies c to ask the X server which process made a window: the
+// X-Resource extension (1.2 or later), whose answer comes from the server's own end of
+// the client's connection, where _NET_WM_PID is a property any client on the display
+// can write. The error says why the server cannot answer (nil: it can).
+func serverPIDs(c *xgb.Conn) error {
+	if err := res.Init(c); err != nil {
+		return fmt.Errorf("the X server has no X-Resource extension (%v)", err)
+	}
+	v, err := res.QueryVersion(c, 1, 2).Reply()
+	if err != nil {
+		return fmt.Errorf("the X server's X-Resource extension did not answer its version: %v", err)
+	}
+	if v.ServerMajor < 1 || v.ServerMajor == 1 && v.ServerMinor < 2 {
+		return fmt.Errorf("the X server's X-Resource extension is version %d.%d, and client ids need 1.2", v.ServerMajor, v.ServerMinor)
+	}
+	return nil
+}
+
+// pidOf is the process of window id: the X server's word (the X-Resource extension's
+// local client pid of the client that made the window) where it has one, else the
+// window's _NET_WM_PID, which any client on the display can write. claimed is the
+// _NET_WM_PID where it names another process than the server's, 0 otherwise.
+func pidOf(c *xgb.Conn, noRes error, id xproto.Window) (pid int, from string, claimed int) {
+	if p, err := property(c, id, "_NET_WM_PID"); err == nil && len(p) >= 4 {
+		claimed = int(xgb.Get32(p))
+	}
+	if noRes == nil {
+		if server := clientPID(c, id); server != 0 {
+			if claimed == server {
+				claimed = 0
+			}
+			return server, driver.PIDFromServer, claimed
+		}
+	}
+	if claimed == 0 {
+		return 0, "", 0
+	}
+	return claimed, driver.PIDFromProperty, 0
+}
+
+// clientPID asks the X server the process id of the client that made window id (0:
+// the server cannot tell, as for a client over TCP, or the window went away).
+func clientPID(c *xgb.Conn, id xproto.Window) int {
+	r, err := res.QueryClientIds(c, 1, []res.ClientIdSpec{{Client: uint32(id), Mask: res.ClientIdMaskLocalClientPID}}).Reply()
+	if err != nil {
+		return 0
+	}
+	for _, v := range r.Ids {
+		if v.Spec.Mask&res.ClientIdMaskLocalClientPID != 0 && len(v.Value) == 1 {
+			return int(v.Value[0])
+		}
+	}
+	return 0
 }
 
 // atom is the server's atom of name; create says to make it if the server has none yet.

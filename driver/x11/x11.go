@@ -33,6 +33,7 @@ type Desktop struct {
 	screen  vision.X11Screen        // any other format, and the display's bounds
 	root    xproto.Window           // the default screen's root window
 	noXTest error                   // why robotgo types text, not XTest events on conn (nil: XTest)
+	noRes   error                   // why the X server cannot say which process made a window (nil: it can)
 	mapped  map[xproto.Keycode]bool // spare keys typing put characters on: emptied at Close
 	perKey  int
 }
@@ -51,7 +52,7 @@ func Open(display string) (*Desktop, error) {
 	}
 	robotgo.MouseSleep, robotgo.KeySleep = 0, 0
 	go drainEvents(c)
-	return &Desktop{display: display, conn: c, capture: newCapturer(c), root: xproto.Setup(c).DefaultScreen(c).Root, noXTest: xtestTyping(c)}, nil
+	return &Desktop{display: display, conn: c, capture: newCapturer(c), root: xproto.Setup(c).DefaultScreen(c).Root, noXTest: xtestTyping(c), noRes: serverPIDs(c)}, nil
 }
 
 // Close closes the X connection (a capture waiting on the server returns) and unmaps
@@ -71,7 +72,7 @@ func (d *Desktop) Close() {
 func (d *Desktop) Windows(ctx context.Context) ([]driver.Window, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return windowList(d.conn)
+	return windowList(d.conn, d.noRes)
 }
 
 func (d *Desktop) Activate(ctx context.Context, w driver.Window) error {
@@ -129,7 +130,7 @@ func (d *Desktop) Focused(ctx context.Context) (driver.Window, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return focusedClient(d.conn)
+	return focusedClient(d.conn, d.noRes)
 }
 
 func (d *Desktop) Type(ctx context.Context, text string) error {
