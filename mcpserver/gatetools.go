@@ -47,12 +47,13 @@ func (s *Server) addGateTools(srv *mcp.Server) {
 	addTool(srv, &mcp.Tool{Name: "claim", Annotations: step,
 		Description: "Claim the one right to deliver this file to this destination: granted (with a token), or refused because it is held or consumed." + gateRule},
 		func(ctx context.Context, req *mcp.CallToolRequest, in ClaimInput) (*mcp.CallToolResult, sendonce.ClaimResult, error) {
-			path, answer := s.pathOrAnswer(req, in.File)
+			file, answer := s.fileOrAnswer(req, in.File)
 			if answer != nil {
 				return answer, sendonce.ClaimResult{}, nil
 			}
+			defer file.Close()
 			res, err := c.Claim(ctx, sendonce.ClaimRequest{Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID},
-				Content: sendonce.Content{Path: path}, Task: in.Task, Lease: time.Duration(in.LeaseSeconds) * time.Second})
+				Content: sendonce.Content{File: file}, Task: in.Task, Lease: time.Duration(in.LeaseSeconds) * time.Second})
 			return decided(res, err)
 		})
 	addTool(srv, &mcp.Tool{Name: "check", Annotations: step,

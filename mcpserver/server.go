@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -112,9 +114,7 @@ func (s *Server) New() *mcp.Server {
 	if s.Remote == nil {
 		addTool(srv, &mcp.Tool{Name: "verify_evidence", Annotations: readOnly,
 			Description: "Verify an evidence bundle and authenticate it with the store: authenticated false means nothing outside the bundle vouches for it."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in VerifyInput) (*mcp.CallToolResult, sendonce.VerifyResult, error) {
-				return toolResult(s.Client.VerifyEvidence(ctx, sendonce.VerifyRequest{Path: in.Bundle, AllowUnauthenticated: true}))
-			})
+			s.verifyEvidence)
 	}
 	addTool(srv, &mcp.Tool{Name: "reconcile", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 		Description: "Ask the chat provider about deliveries whose outcome is send_status_unknown, and settle them from its answer. It never sends anything."},
@@ -146,11 +146,12 @@ func (s *Server) statusCall(ctx context.Context, req *mcp.CallToolRequest, in St
 	ask func(context.Context, sendonce.StatusRequest) (sendonce.StatusResult, error)) (*mcp.CallToolResult, sendonce.StatusResult, error) {
 	r := sendonce.StatusRequest{Key: in.Key, Destination: sendonce.Destination{Title: in.To, ProviderID: in.DestID}}
 	if in.File != "" {
-		path, answer := s.pathOrAnswer(req, in.File)
+		file, answer := s.fileOrAnswer(req, in.File)
 		if answer != nil {
 			return answer, sendonce.StatusResult{}, nil
 		}
-		r.Content = sendonce.Content{Path: path}
+		defer file.Close()
+		r.Content = sendonce.Content{File: file}
 	}
 	return toolResult(ask(ctx, r))
 }
@@ -243,16 +244,17 @@ func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in Deliv
 	if s.deliverFunc() == nil {
 		return toolError(fmt.Errorf("%w: this sendonce was built without the desktop (cgo): deliver needs the desktop build; status, show, reconcile and verify_evidence work", sendonce.ErrInvalid)), DeliverOutput{}, nil
 	}
-	path, answer := s.pathOrAnswer(req, in.File)
+	file, answer := s.fileOrAnswer(req, in.File)
 	if answer != nil {
 		return answer, DeliverOutput{}, nil // bad input, or the call comes back with the client's roots
 	}
+	defer file.Close() // opened once: its bytes are hashed, staged and sent
 	if in.To == "" {
 		return toolError(fmt.Errorf("%w: to (the conversation's visible title) is required", sendonce.ErrInvalid)), DeliverOutput{}, nil
 	}
 	dest := sendonce.Destination{Title: in.To, ProviderID: in.DestID}
 	// The key of what the file holds now: a call for a key already on its way attaches.
-	st, err := s.lookup().Status(ctx, sendonce.StatusRequest{Destination: dest, Content: sendonce.Content{Path: path}})
+	st, err := s.lookup().Status(ctx, sendonce.StatusRequest{Destination: dest, Content: sendonce.Content{File: file}})
 	if err != nil {
 		return toolError(err), DeliverOutput{}, nil
 	}
@@ -271,7 +273,7 @@ func (s *Server) deliver(ctx context.Context, req *mcp.CallToolRequest, in Deliv
 		out.Decision, out.ThisCall = "attached", false
 		return nil, out, nil
 	}
-	out, err := s.run(ctx, req, in, dest, path)
+	out, err := s.run(ctx, req, in, dest, file, filepath.Clean(in.File))
 	f.out, f.err = out, err
 	s.land(st.Key, f)
 	if err != nil {
@@ -323,12 +325,12 @@ func (s *Server) land(key string, f *flight) {
 	close(f.done)
 }
 
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, in DeliverInput, dest sendonce.Destination, path string) (DeliverOutput, error) {
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, in DeliverInput, dest sendonce.Destination, file *os.File, path string) (DeliverOutput, error) {
 	r := s.Defaults
 	if in.App != "" {
 		r.App, r.Profile = in.App, nil
 	}
-	r.Destination, r.Content, r.Task = dest, sendonce.Content{Path: path}, in.Task
+	r.Destination, r.Content, r.Task = dest, sendonce.Content{File: file}, in.Task
 	select {
 	case s.turn() <- struct{}{}:
 		defer func() { <-s.one }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,7 +265,8 @@ func TestGateToolsRefusalIsAResult(t *testing.T) {
 }
 
 // TestPathsAreChecked: only absolute paths of regular files under an allowed folder or
-// a client root; a link out of a root is judged by where it leads.
+// a client root, opened beneath it with no link followed: a link is refused wherever it
+// leads, and a path with . or .. is refused by its name.
 func TestPathsAreChecked(t *testing.T) {
 	allowed, other := t.TempDir(), t.TempDir()
 	ts := newTestServer(t, func(s *Server) { s.AllowDirs = []string{allowed} })
@@ -273,29 +275,66 @@ func TestPathsAreChecked(t *testing.T) {
 	os.WriteFile(in, []byte("in"), 0o644)
 	os.WriteFile(out, []byte("out"), 0o644)
 	os.Symlink(out, filepath.Join(allowed, "link.txt"))
+	os.Symlink(in, filepath.Join(allowed, "inner-link.txt"))
 	os.Mkdir(filepath.Join(other, "sub"), 0o755)
 	os.Symlink(filepath.Join(other, "sub"), filepath.Join(allowed, "dirlink"))
 	for _, c := range []struct{ path, want string }{
 		{in, ""},
+		{allowed + "//in.txt", ""},
 		{out, "outside the client's roots and the allowed folders"},
-		{filepath.Join(allowed, "link.txt"), "outside the client's roots"},
+		{filepath.Join(allowed, "link.txt"), "is a link"},
+		{filepath.Join(allowed, "inner-link.txt"), "is a link"},
 		{allowed, "is a folder"},
 		{"in.txt", "absolute path"},
 		{filepath.Join(allowed, "missing.txt"), "no such file"},
-		// Resolved as the kernel resolves it: the link first, then "..": outside.
-		{allowed + "/dirlink/../out.txt", "leads outside the client's roots"},
+		{allowed + "/dirlink/../out.txt", "without . or .."},
+		{allowed + "/dirlink/x.txt", "is a link"},
+		{allowed + "/./in.txt", "without . or .."},
 		{filepath.Join(other, "missing.txt"), "outside the client's roots and the allowed folders"},
-		{allowed + "/../" + filepath.Base(other) + "/out.txt", "outside the client's roots and the allowed folders"},
+		{allowed + "/../" + filepath.Base(other) + "/out.txt", "without . or .."},
 	} {
-		got, ask, err := ts.srv.checkPath(nil, c.path)
+		f, ask, err := ts.srv.openPath(nil, c.path)
 		switch {
 		case ask != nil:
 			t.Errorf("%s: asked for roots without a session", c.path)
-		case c.want == "" && (err != nil || got != in):
-			t.Errorf("%s: %q, %v; want it accepted", c.path, got, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v; want it opened", c.path, err)
+		case c.want == "":
+			b, _ := io.ReadAll(f)
+			f.Close()
+			if string(b) != "in" {
+				t.Errorf("%s: read %q; want the file inside", c.path, b)
+			}
+		case err == nil || !strings.Contains(err.Error(), c.want):
 			t.Errorf("%s: %v; want %q", c.path, err, c.want)
 		}
+	}
+}
+
+// TestAllowedFolderOthersCanWrite: an allowed folder (or a root) that another user can
+// write is refused, as a staging folder is, and so is a folder on the way to the file;
+// the refusal says how to fix it.
+func TestAllowedFolderOthersCanWrite(t *testing.T) {
+	allowed := t.TempDir()
+	ts := newTestServer(t, func(s *Server) { s.AllowDirs = []string{allowed} })
+	f := filepath.Join(allowed, "r.txt")
+	os.WriteFile(f, []byte("r"), 0o644)
+	os.Chmod(allowed, 0o777)
+	res, out := ts.call(t, "status", map[string]any{"to": "Bob", "file": f})
+	if text := errorText(res); !strings.HasPrefix(text, "bad_input: file: ") || !strings.Contains(text, "chmod go-w "+allowed) || out["key"] != nil {
+		t.Errorf("an allowed folder everyone can write: %q %v; want bad_input naming chmod go-w", text, out)
+	}
+	os.Chmod(allowed, 0o700)
+	sub := filepath.Join(allowed, "shared")
+	os.Mkdir(sub, 0o700)
+	os.Chmod(sub, 0o770)
+	os.WriteFile(filepath.Join(sub, "r.txt"), []byte("r"), 0o644)
+	res, _ = ts.call(t, "status", map[string]any{"to": "Bob", "file": filepath.Join(sub, "r.txt")})
+	if text := errorText(res); !strings.HasPrefix(text, "bad_input: file: ") || !strings.Contains(text, "writable by its group") {
+		t.Errorf("a group-writable folder on the way: %q; want bad_input", text)
+	}
+	if res, out := ts.call(t, "status", map[string]any{"to": "Bob", "file": f}); res.IsError || out["status"] != "free" {
+		t.Errorf("the folder made private again: %q %v; want free", errorText(res), out)
 	}
 }
 

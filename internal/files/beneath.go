@@ -9,6 +9,9 @@ import (
 	"strings"
 )
 
+// ErrFolder is Open's refusal of a name that is a folder (with ErrUnsafe).
+var ErrFolder = errors.New("is a folder")
+
 // Dir is an open folder that only one user (and root) can change, for opening what is
 // beneath it by names that are resolved from the open folder, one step at a time, with
 // no link followed: once it is open, nothing done to names above it or beside it
@@ -149,7 +152,7 @@ func (d *Dir) walk(rel string, wantDir bool) (*os.File, []*os.File, error) {
 		case folder:
 			err = checkStep(f, fi, next, d.uid)
 		case fi.IsDir():
-			err = fmt.Errorf("%w: %s is a folder; name a file", ErrUnsafe, next)
+			err = fmt.Errorf("%w: %s %w; name a file", ErrUnsafe, next, ErrFolder)
 		case !fi.Mode().IsRegular():
 			err = fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, next)
 		}
