@@ -53,6 +53,20 @@ func App(t testing.TB, addr string, root *atspi.Node, hang bool) (unique string)
 	t.Cleanup(func() { conn.Close() })
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
+	var wait func()
+	if hang {
+		wait = func() { <-stop }
+	}
+	return Serve(conn, root, wait)
+}
+
+// Serve serves the tree root on conn, as an app does (App, or a process of a test's
+// own with no testing.TB); wait, when not nil, runs before every answer. It returns
+// conn's unique name, by which a Registry lists the app.
+func Serve(conn *dbus.Conn, root *atspi.Node, wait func()) (unique string) {
+	if wait == nil {
+		wait = func() {}
+	}
 	n := 0
 	var export func(node *atspi.Node, path string)
 	export = func(node *atspi.Node, path string) {
@@ -62,11 +76,6 @@ func App(t testing.TB, addr string, root *atspi.Node, hang bool) (unique string)
 			p := fmt.Sprintf("/org/a11y/atspi/accessible/%d", n)
 			kids = append(kids, childRef{conn.Names()[0], dbus.ObjectPath(p)})
 			export(c, p)
-		}
-		wait := func() {
-			if hang {
-				<-stop
-			}
 		}
 		conn.ExportMethodTable(map[string]any{
 			"GetChildren": func() ([]childRef, *dbus.Error) { wait(); return kids, nil },
@@ -137,4 +146,21 @@ func Registry(t testing.TB, addr string, apps ...string) {
 	conn.ExportMethodTable(map[string]any{
 		"GetChildren": func() ([]childRef, *dbus.Error) { return kids, nil },
 	}, atspi.RootPath, atspi.IfaceAccessible)
+}
+
+// Launcher owns org.a11y.Bus on the session bus at session and answers GetAddress with
+// addr, as at-spi-bus-launcher does for a session's accessibility bus.
+func Launcher(t testing.TB, session, addr string) {
+	t.Helper()
+	conn, err := dbus.Connect(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if reply, err := conn.RequestName("org.a11y.Bus", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("owning org.a11y.Bus: %v %v", reply, err)
+	}
+	conn.ExportMethodTable(map[string]any{
+		"GetAddress": func() (string, *dbus.Error) { return addr, nil },
+	}, "/org/a11y/bus", "org.a11y.Bus")
 }
