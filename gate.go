@@ -42,7 +42,25 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if req.Lease < 0 {
 		return ClaimResult{}, fieldError("lease", errors.New("must be positive"))
 	}
-	keys, err := keysFor(req.Destination, req.Content)
+	if _, err := req.Destination.identities(); err != nil {
+		return ClaimResult{}, err
+	}
+	origin := store.Origin{}
+	content := req.Content
+	if content.Path != "" || content.File != nil {
+		// One open: the bytes hashed are the ones whose size is recorded.
+		f, _, size, closeFile, err := content.open()
+		if err != nil {
+			return ClaimResult{}, err
+		}
+		defer closeFile()
+		origin.Size = size
+		if content.Path != "" {
+			origin.FileName = filepath.Base(content.Path)
+		}
+		content = Content{File: f}
+	}
+	keys, err := keysFor(req.Destination, content)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -50,12 +68,8 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	origin := store.Origin{}
 	if c.ws != nil {
 		origin.Workstation = c.ws.id
-	}
-	if req.Content.Path != "" {
-		origin.FileName = filepath.Base(req.Content.Path)
 	}
 	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request, MinToken: floor, Origin: origin})
 	var refusal *gate.Refusal

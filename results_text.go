@@ -145,8 +145,11 @@ func (r Intent) WriteText(w io.Writer) {
 		for _, c := range a.Crossings {
 			fmt.Fprintf(w, "  crossed %s at %s\n", c.Boundary, at(c.At))
 		}
-		if a.FileName != "" {
+		switch {
+		case a.FileName != "" && a.Size > 0:
 			fmt.Fprintf(w, "  file: %s (%d bytes)\n", a.FileName, a.Size)
+		case a.FileName != "": // an empty file, or a size an older store did not record
+			fmt.Fprintf(w, "  file: %s\n", a.FileName)
 		}
 		switch {
 		case a.Evidence != "" && a.Workstation != "":
