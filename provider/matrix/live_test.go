@@ -165,3 +165,77 @@ func TestLiveProviderFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestLivePeerBackDated: bob posts events with origin_server_ts hours and years in the
+// past (Dendrite v0.13.8 takes the `ts` query parameter from any user, not only from
+// application services: measured, see testbed/NOTES.md) after alice's file event. The
+// lookup walks the room in the server's order and lets no event of bob's end the walk:
+// alice's file is still found, and confirmed. Before, the first of bob's events ended the
+// walk and the answer was an authoritative "absent".
+func TestLivePeerBackDated(t *testing.T) {
+	mx := liveMatrix(t)
+	if mx["MATRIX_BOB_PASSWORD"] == "" {
+		t.Fatal("the state has no MATRIX_BOB_PASSWORD")
+	}
+	hs := mx["MATRIX_HOMESERVER"]
+	var login struct {
+		Token string `json:"access_token"`
+	}
+	body, _ := json.Marshal(map[string]any{"type": "m.login.password", "identifier": map[string]string{"type": "m.id.user", "user": "bob"},
+		"password": mx["MATRIX_BOB_PASSWORD"], "initial_device_display_name": "back-dating peer"})
+	resp, err := http.Post(hs+"/_matrix/client/v3/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&login)
+	resp.Body.Close()
+	if login.Token == "" {
+		t.Fatalf("bob's login: HTTP %d, no token", resp.StatusCode)
+	}
+	bobCall := func(method, path string, body []byte) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(method, hs+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+login.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode != 200 {
+			t.Fatalf("bob's %s %s: HTTP %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	// backDated posts bob's text event stamped at and checks that the server kept the
+	// stamp (the test's premise).
+	backDated := func(at time.Time, text string) {
+		t.Helper()
+		msg, _ := json.Marshal(map[string]any{"msgtype": "m.text", "body": text})
+		room := url.PathEscape(mx["MATRIX_ROOM"])
+		sent := bobCall("PUT", fmt.Sprintf("/_matrix/client/v3/rooms/%s/send/m.room.message/b%d?ts=%d", room, time.Now().UnixNano(), at.UnixMilli()), msg)
+		ev := bobCall("GET", fmt.Sprintf("/_matrix/client/v3/rooms/%s/event/%s", room, url.PathEscape(fmt.Sprint(sent["event_id"]))), nil)
+		if ts, _ := ev["origin_server_ts"].(float64); int64(ts) != at.UnixMilli() {
+			t.Fatalf("bob's event %v is stamped %v; want %d (the homeserver no longer takes ts from a user?)", sent["event_id"], ev["origin_server_ts"], at.UnixMilli())
+		}
+	}
+	start := time.Now()
+	name := fmt.Sprintf("skewed-%d.txt", start.UnixNano())
+	content := []byte("a file a peer's clock must not hide " + name + "\n")
+	id := sendFile(t, mx, name, content)
+	backDated(start.Add(-2*time.Hour), "hello from two hours ago")
+	backDated(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), "hello from the year 2000")
+
+	d := liveDispatch(name, content, start)
+	cfg := Config{Homeserver: hs, User: "@alice:localhost", AccessToken: mx["MATRIX_ALICE_TOKEN"], AllowHTTP: true}
+	a, err := New(cfg).Lookup(context.Background(), d)
+	confirm, _, _ := provider.Match(a, d, nil)
+	if err != nil || confirm == nil || confirm.ID != id || !a.Authoritative {
+		t.Fatalf("alice's file behind bob's back-dated events: %+v %v; want event %s confirmed", a, err, id)
+	}
+	d = liveDispatch("never-sent-"+name, content, start)
+	if a, err := New(cfg).Lookup(context.Background(), d); err != nil || a.Result != provider.Absent || !a.Authoritative {
+		t.Fatalf("a file never sent: %+v %v; want absent, authoritative", a, err)
+	}
+}
