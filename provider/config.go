@@ -9,14 +9,30 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/sendonce/sendonce/internal/files"
 )
+
+// ErrUnsafeFile is an account file another user could read or change: refused.
+var ErrUnsafeFile = errors.New("account file refused")
+
+// maxConfigBytes bounds an account file: a few fields.
+const maxConfigBytes = 1 << 20
 
 // DecodeConfigFile reads a provider's account file at path into v: one JSON object whose
 // fields are all known (a misspelt "pasword" would otherwise look like a missing
 // password), and nothing after it. known lists the fields, for the error. An error
 // never repeats the file's values (it may hold a password).
+//
+// The file holds a password or an access token, so it is checked as the store and the
+// workstation key are, on the descriptor it is read from: a regular file (not a link)
+// of this user's that no one else may read or write (internal/files.ReadSecret). A
+// refusal matches ErrUnsafeFile and says the command that fixes it (chmod 600 FILE).
 func DecodeConfigFile(path string, v any, known string) error {
-	b, err := os.ReadFile(path)
+	b, err := files.ReadSecret(path, "", os.Getuid(), maxConfigBytes)
+	if errors.Is(err, files.ErrUnsafe) {
+		return fmt.Errorf("%w: %s", ErrUnsafeFile, strings.TrimPrefix(err.Error(), files.ErrUnsafe.Error()+": "))
+	}
 	if err != nil {
 		return err
 	}

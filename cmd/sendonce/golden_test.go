@@ -288,6 +288,7 @@ func TestGoldenGateContract(t *testing.T) {
 
 	// Reconcile: the title-only unknown attempt cannot be asked about.
 	cfg := g.write("alice.json", `{"jid":"alice@localhost","password":"pw","addr":"127.0.0.1:1"}`)
+	os.Chmod(cfg, 0o600) // an account file: its password is the user's alone
 	g.run("reconcile-no-account", 2, "reconcile")
 	g.run("reconcile", 0, "reconcile", "--provider-config", cfg)
 	g.run("reconcile-one-key", 0, "reconcile", "--provider-config", cfg, "--key", key)

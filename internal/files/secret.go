@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 )
 
 // ReadSecret reads a file that holds a secret (a password, an access token, the
@@ -13,14 +14,15 @@ import (
 // file, not a link, owned by uid, that no one else may read or change (mode bits on
 // Unix, and a Linux access list with extra entries refused; the access list on
 // Windows). The checks are made on the descriptor the bytes are read from, so nothing
-// swapped in between is read. what names the file in errors ("the provider account
-// file"); each refusal matches ErrUnsafe and says the command that fixes it. A file of
+// swapped in between is read. what names the file in errors before its path ("the
+// token file"; "" for the path alone); each refusal matches ErrUnsafe and says the command that fixes it. A file of
 // more than max bytes is refused. A missing file is fs.ErrNotExist.
 func ReadSecret(path, what string, uid int, max int64) ([]byte, error) {
+	name := strings.TrimSpace(what + " " + path)
 	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		if isLinkError(err) {
-			return nil, fmt.Errorf("%w: %s %s is a symbolic link: name the file itself (a link could be pointed elsewhere)", ErrUnsafe, what, path)
+			return nil, fmt.Errorf("%w: %s is a symbolic link: name the file itself (a link could be pointed elsewhere)", ErrUnsafe, name)
 		}
 		return nil, err
 	}
@@ -30,9 +32,9 @@ func ReadSecret(path, what string, uid int, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s %s is not a regular file", ErrUnsafe, what, path)
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, name)
 	}
-	if err := checkSecret(f, fi, path, what, uid); err != nil {
+	if err := checkSecret(f, fi, path, name, uid); err != nil {
 		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
@@ -40,7 +42,7 @@ func ReadSecret(path, what string, uid int, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s %s is larger than %d bytes: it is not one", what, path, max)
+		return nil, fmt.Errorf("%s is larger than %d bytes: it is not one", name, max)
 	}
 	return b, nil
 }
