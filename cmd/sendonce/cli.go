@@ -90,6 +90,7 @@ type environment struct {
 	jsonOut      bool
 	logFormat    string
 	lockTimeout  time.Duration
+	version      bool     // --version before any command
 	profileDirs  []string // where profiles are looked up, when not the user's folder (serve)
 	longLived    bool     // the store stays open for many requests (serve, mcp)
 
@@ -139,12 +140,13 @@ func commands() []command {
 		{"token list", "list the service's agents", cmdTokenList},
 		{"help", "list the commands, or show one's usage and an example (help COMMAND)", cmdHelp},
 		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
+		{"version", "print the version, the commit it was built from and the build's kind (also --version)", cmdVersion},
 	}...)
 }
 
 func usageText() string {
 	var b strings.Builder
-	b.WriteString("usage: sendonce [--store PATH] [--json] [--log console|json] COMMAND [flags]\n\ncommands:\n")
+	b.WriteString("usage: sendonce [--store PATH] [--json] [--log console|json] COMMAND [flags]   (sendonce --version: the version)\n\ncommands:\n")
 	width := 0
 	for _, c := range commands() {
 		width = max(width, len(c.name))
@@ -165,7 +167,10 @@ func run(ctx context.Context, args []string, env *environment) int {
 	if errors.Is(err, flag.ErrHelp) { // sendonce --help
 		fmt.Fprint(env.stdout, usageText())
 	}
-	if err == nil {
+	switch {
+	case err == nil && env.version: // sendonce --version
+		err = cmdVersion(ctx, env, rest)
+	case err == nil:
 		err = dispatch(ctx, env, rest)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -214,6 +219,7 @@ func parseGlobal(env *environment, args []string) ([]string, error) {
 	fs := flag.NewFlagSet("sendonce", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	env.globalFlags(fs)
+	fs.BoolVar(&env.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err

@@ -20,6 +20,9 @@ import (
 	"github.com/sendonce/sendonce/vision/tesseract"
 )
 
+// desktopBuild: this build can deliver (cgo: X11 input, Tesseract).
+const desktopBuild = true
+
 // deliverFlags are deliver's inputs.
 type deliverFlags struct {
 	app, profile, to, destID, file, task, display, staging string

@@ -51,6 +51,7 @@ func examples() map[string]string {
 		"token list":           `sendonce token list`,
 		"help":                 `sendonce help gate claim`,
 		"completion":           `sendonce completion bash > ~/.local/share/bash-completion/completions/sendonce`,
+		"version":              `sendonce version --json`,
 		"scenarios run":        `sendonce scenarios run --only duplicate-retry`,
 		"scenarios history":    `sendonce scenarios history --rounds 3`,
 		"scenarios worker":     `sendonce scenarios worker --sends sends.log --task w1 --key ` + key + ` --lease 2s`,
