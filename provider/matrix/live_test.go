@@ -172,30 +172,25 @@ func TestLiveProviderFaults(t *testing.T) {
 // lookup walks the room in the server's order and lets no event of bob's end the walk:
 // alice's file is still found, and confirmed. Before, the first of bob's events ended the
 // walk and the answer was an authoritative "absent".
+//
+// It runs in a room of its own, named (a room without a name is called after its other
+// member: "Bob", which nheko's tests open by that title), where alice's push rule
+// notifies nothing and her read marker follows bob's events: nheko, logged in as alice
+// for other packages' tests at the same time, counts no unread message in its title.
+// Both leave the room at the end.
 func TestLivePeerBackDated(t *testing.T) {
 	mx := liveMatrix(t)
 	if mx["MATRIX_BOB_PASSWORD"] == "" {
 		t.Fatal("the state has no MATRIX_BOB_PASSWORD")
 	}
-	hs := mx["MATRIX_HOMESERVER"]
-	var login struct {
-		Token string `json:"access_token"`
-	}
-	body, _ := json.Marshal(map[string]any{"type": "m.login.password", "identifier": map[string]string{"type": "m.id.user", "user": "bob"},
-		"password": mx["MATRIX_BOB_PASSWORD"], "initial_device_display_name": "back-dating peer"})
-	resp, err := http.Post(hs+"/_matrix/client/v3/login", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	json.NewDecoder(resp.Body).Decode(&login)
-	resp.Body.Close()
-	if login.Token == "" {
-		t.Fatalf("bob's login: HTTP %d, no token", resp.StatusCode)
-	}
-	bobCall := func(method, path string, body []byte) map[string]any {
+	hs, alice := mx["MATRIX_HOMESERVER"], mx["MATRIX_ALICE_TOKEN"]
+	call := func(token, method, path string, body []byte, ctype string) map[string]any {
 		t.Helper()
 		req, _ := http.NewRequest(method, hs+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+login.Token)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("Content-Type", ctype)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -204,37 +199,61 @@ func TestLivePeerBackDated(t *testing.T) {
 		var out map[string]any
 		json.NewDecoder(resp.Body).Decode(&out)
 		if resp.StatusCode != 200 {
-			t.Fatalf("bob's %s %s: HTTP %d %v", method, path, resp.StatusCode, out)
+			t.Fatalf("%s %s: HTTP %d %v", method, path, resp.StatusCode, out)
 		}
 		return out
 	}
-	// backDated posts bob's text event stamped at and checks that the server kept the
-	// stamp (the test's premise).
-	backDated := func(at time.Time, text string) {
-		t.Helper()
-		msg, _ := json.Marshal(map[string]any{"msgtype": "m.text", "body": text})
-		room := url.PathEscape(mx["MATRIX_ROOM"])
-		sent := bobCall("PUT", fmt.Sprintf("/_matrix/client/v3/rooms/%s/send/m.room.message/b%d?ts=%d", room, time.Now().UnixNano(), at.UnixMilli()), msg)
-		ev := bobCall("GET", fmt.Sprintf("/_matrix/client/v3/rooms/%s/event/%s", room, url.PathEscape(fmt.Sprint(sent["event_id"]))), nil)
-		if ts, _ := ev["origin_server_ts"].(float64); int64(ts) != at.UnixMilli() {
-			t.Fatalf("bob's event %v is stamped %v; want %d (the homeserver no longer takes ts from a user?)", sent["event_id"], ev["origin_server_ts"], at.UnixMilli())
-		}
+	js := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	const ctype = "application/json"
+	bob, _ := call("", "POST", "/_matrix/client/v3/login", js(map[string]any{"type": "m.login.password",
+		"identifier": map[string]string{"type": "m.id.user", "user": "bob"}, "password": mx["MATRIX_BOB_PASSWORD"],
+		"initial_device_display_name": "back-dating peer"}), ctype)["access_token"].(string)
+	if bob == "" {
+		t.Fatal("bob's login gave no token")
 	}
+
+	room, _ := call(alice, "POST", "/_matrix/client/v3/createRoom", js(map[string]any{"name": "clock skew test", "preset": "private_chat",
+		"invite": []string{"@bob:localhost"}}), ctype)["room_id"].(string)
+	path := "/_matrix/client/v3/rooms/" + url.PathEscape(room)
+	t.Cleanup(func() {
+		for _, tok := range []string{bob, alice} {
+			req, _ := http.NewRequest("POST", hs+path+"/leave", strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	})
+	call(alice, "PUT", "/_matrix/client/v3/pushrules/global/room/"+url.PathEscape(room), js(map[string]any{"actions": []string{"dont_notify"}}), ctype)
+	call(bob, "POST", "/_matrix/client/v3/join/"+url.PathEscape(room), js(map[string]any{}), ctype)
+
 	start := time.Now()
 	name := fmt.Sprintf("skewed-%d.txt", start.UnixNano())
 	content := []byte("a file a peer's clock must not hide " + name + "\n")
-	id := sendFile(t, mx, name, content)
-	backDated(start.Add(-2*time.Hour), "hello from two hours ago")
-	backDated(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), "hello from the year 2000")
+	up := call(alice, "POST", "/_matrix/media/v3/upload?filename="+url.QueryEscape(name), content, "application/octet-stream")
+	id, _ := call(alice, "PUT", fmt.Sprintf("%s/send/m.room.message/f%d", path, time.Now().UnixNano()),
+		js(map[string]any{"msgtype": "m.file", "body": name, "url": up["content_uri"], "info": map[string]any{"size": len(content)}}), ctype)["event_id"].(string)
+	var last string
+	for _, at := range []time.Time{start.Add(-2 * time.Hour), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		last, _ = call(bob, "PUT", fmt.Sprintf("%s/send/m.room.message/b%d?ts=%d", path, time.Now().UnixNano(), at.UnixMilli()),
+			js(map[string]any{"msgtype": "m.text", "body": "hello from " + at.Format(time.RFC3339)}), ctype)["event_id"].(string)
+		// The server keeps bob's stamp: the test's premise, checked.
+		ev := call(bob, "GET", path+"/event/"+url.PathEscape(last), nil, ctype)
+		if ts, _ := ev["origin_server_ts"].(float64); int64(ts) != at.UnixMilli() {
+			t.Fatalf("bob's event %s is stamped %v; want %d (the homeserver no longer takes ts from a user?)", last, ev["origin_server_ts"], at.UnixMilli())
+		}
+	}
+	call(alice, "POST", path+"/read_markers", js(map[string]string{"m.fully_read": last, "m.read": last}), ctype)
 
 	d := liveDispatch(name, content, start)
-	cfg := Config{Homeserver: hs, User: "@alice:localhost", AccessToken: mx["MATRIX_ALICE_TOKEN"], AllowHTTP: true}
+	d.Destination = "matrix:" + room
+	cfg := Config{Homeserver: hs, User: "@alice:localhost", AccessToken: alice, AllowHTTP: true}
 	a, err := New(cfg).Lookup(context.Background(), d)
 	confirm, _, _ := provider.Match(a, d, nil)
 	if err != nil || confirm == nil || confirm.ID != id || !a.Authoritative {
 		t.Fatalf("alice's file behind bob's back-dated events: %+v %v; want event %s confirmed", a, err, id)
 	}
-	d = liveDispatch("never-sent-"+name, content, start)
+	d.FileName = "never-sent-" + name
 	if a, err := New(cfg).Lookup(context.Background(), d); err != nil || a.Result != provider.Absent || !a.Authoritative {
 		t.Fatalf("a file never sent: %+v %v; want absent, authoritative", a, err)
 	}
