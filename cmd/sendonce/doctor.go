@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce"
@@ -49,7 +50,13 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 	if req.OCRLanguages == "" {
 		req.OCRLanguages = env.getenv("SENDONCE_OCR_LANGS")
 	}
-	desk := sendonce.Desktop{OpenDesktop: openLive, LanguageData: tesseract.LanguageAvailable}
+	open := func(ctx context.Context, display string) (driver.Driver, func(), error) {
+		if display == "" { // every other check still runs
+			return nil, nil, errors.New("no display: DISPLAY is not set and no --display was given")
+		}
+		return openLive(ctx, display)
+	}
+	desk := sendonce.Desktop{OpenDesktop: open, LanguageData: tesseract.LanguageAvailable}
 	ocr, err := tesseract.New(nil)
 	if err != nil {
 		desk.OCRError = err
