@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/internal/files"
 )
 
 // A token file holds the agents' bearer tokens, hashed: a token is shown once, when it
@@ -66,14 +68,25 @@ func hashToken(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// maxTokenFileBytes bounds the token file (a few hundred bytes a token).
+const maxTokenFileBytes = 16 << 20
+
+// readTokenFile reads the token file, checked as the store is (on the descriptor it is
+// read from): a regular file of this user's, not a link, that no one else may read or
+// write. The hashes are not the tokens, but whoever can write the file can add a token
+// of their own. A missing file is an empty one; a refused one is bad input (field
+// "tokens") naming the fix.
 func readTokenFile(path string) (TokenFile, error) {
 	var f TokenFile
-	b, err := os.ReadFile(path)
+	b, err := files.ReadSecret(path, "the token file", os.Getuid(), maxTokenFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
+	if errors.Is(err, files.ErrUnsafe) { // bad input where it is named (serve, token); the running service fails closed on it
+		return f, sendonce.FieldErrorf("tokens", "%s", strings.TrimPrefix(err.Error(), files.ErrUnsafe.Error()+": "))
+	}
 	if err != nil {
-		return f, err
+		return f, fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
 		return f, fmt.Errorf("%w: token file %s is unreadable: %v", sendonce.ErrUnavailable, path, err)
@@ -173,23 +186,40 @@ func ListTokens(path string) (TokenList, error) {
 type Tokens struct {
 	Path string
 
-	mu      sync.Mutex
-	modTime time.Time
-	size    int64
-	byHash  map[string]string // sha256 -> name, live tokens only
+	mu     sync.Mutex
+	seen   tokenFileState    // the file as it was when read
+	byHash map[string]string // sha256 -> name, live tokens only
+}
+
+// tokenFileState is what tells that the token file changed: it is read (and checked)
+// again when any of it does, a mode or an owner included.
+type tokenFileState struct {
+	modTime  time.Time
+	size     int64
+	mode     os.FileMode
+	uid, gid int
+}
+
+func stateOf(fi os.FileInfo) tokenFileState {
+	uid, gid, _ := files.OwnerIDs(fi)
+	return tokenFileState{modTime: fi.ModTime(), size: fi.Size(), mode: fi.Mode(), uid: uid, gid: gid}
 }
 
 // Lookup returns the name of the live token secret, or "" when none matches. An
 // unreadable token file is an error (the service fails closed).
 func (t *Tokens) Lookup(secret string) (string, error) {
-	fi, err := os.Stat(t.Path)
+	fi, err := os.Lstat(t.Path)
 	if err != nil {
 		return "", fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byHash == nil || !fi.ModTime().Equal(t.modTime) || fi.Size() != t.size {
+	if now := stateOf(fi); t.byHash == nil || now != t.seen {
+		t.byHash = nil // a file that fails its checks now answers nothing
 		f, err := readTokenFile(t.Path)
+		if errors.Is(err, sendonce.ErrInvalid) {
+			return "", fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err) // every request refused until it is fixed
+		}
 		if err != nil {
 			return "", err
 		}
@@ -199,7 +229,7 @@ func (t *Tokens) Lookup(secret string) (string, error) {
 				t.byHash[e.SHA256] = e.Name
 			}
 		}
-		t.modTime, t.size = fi.ModTime(), fi.Size()
+		t.seen = stateOf(fi)
 	}
 	h := hashToken(secret)
 	name := ""

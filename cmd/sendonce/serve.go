@@ -73,6 +73,11 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if _, err := os.Stat(*tokens); err != nil {
 		return usagef("serve: no token file %s: make a token for each agent with 'sendonce token create NAME' first", *tokens)
 	}
+	// Checked as the store is (this user's alone, no link), before anything listens;
+	// the service checks it again whenever it changes.
+	if _, err := service.ListTokens(*tokens); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	guard, err := sameStore(ctx, c)
 	if err != nil {
 		return err
