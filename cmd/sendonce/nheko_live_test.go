@@ -64,9 +64,38 @@ func newNhekoRun(t *testing.T) *nhekoRun {
 			t.Fatalf("%s has no %s: the Matrix test bed runs without nheko (testbed/matrix up, not --server-only)", path, k)
 		}
 	}
+	checkNhekoSettled(t, mx)
 	r := &nhekoRun{t: t, mx: mx, store: newStore(t), dir: t.TempDir(), staging: t.TempDir()}
 	r.token = r.login("bob", mx["MATRIX_BOB_PASSWORD"])
 	return r
+}
+
+// checkNhekoSettled fails t unless nheko's encryption check has run exactly once, the
+// one whose dialog testbed/matrix up waited for and cancelled: nheko opens its "Setup
+// Encryption" (or "Activate Encryption") dialog over the whole window when it finds the
+// account's keys missing, at a time of its own, and logs "STATUS CHANGED" in its qml log
+// as it does (testbed/NOTES.md). A later one would cover the window for this test, and
+// its deliveries would stop not_sent at their first wait, so it is named here.
+func checkNhekoSettled(t *testing.T, mx map[string]string) {
+	t.Helper()
+	if mx["NHEKO_HOME"] == "" {
+		t.Fatal("the Matrix test bed's state has no NHEKO_HOME")
+	}
+	logPath := filepath.Join(filepath.Dir(mx["NHEKO_HOME"]), "run", "nheko.out")
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("nheko's log (where it says when it opens its encryption dialog): %v", err)
+	}
+	var changes []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if i := strings.Index(line, "STATUS CHANGED: "); i >= 0 {
+			status, _, _ := strings.Cut(line[i+len("STATUS CHANGED: "):], " ")
+			changes = append(changes, status)
+		}
+	}
+	if len(changes) != 1 {
+		t.Fatalf("nheko changed its encryption status %d times (%v in %s); want once, the dialog testbed/matrix up cancelled: another dialog may cover its window", len(changes), changes, logPath)
+	}
 }
 
 // login logs user in and returns the access token.
