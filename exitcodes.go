@@ -32,6 +32,7 @@ var exitCodes = []struct {
 	code int
 }{
 	{ErrInvalid, ExitUsage},
+	{ErrDesktopUnavailable, ExitUsage},
 	{ErrNotInitialized, ExitFailClosed},
 	{ErrUnavailable, ExitFailClosed},
 	{ErrConsumed, ExitConsumed},
@@ -40,6 +41,40 @@ var exitCodes = []struct {
 	{context.Canceled, ExitInterrupted},
 	{ErrEvidence, ExitVerifyFailed},
 	{ErrUnauthenticated, ExitUnauthenticated},
+}
+
+// ErrDesktopUnavailable: the X display, its accessibility bus, or the app on it could
+// not be reached or read (inspect, a profile's window). Nothing was claimed or touched:
+// the CLI exits 2 (bad input: the display or app named, or not started), never 5, which
+// is the store's. Its message names the cause.
+var ErrDesktopUnavailable = errors.New("the desktop is unavailable")
+
+// desktopError is an error of the desktop: its own message, matching
+// ErrDesktopUnavailable.
+type desktopError struct{ err error }
+
+func (e desktopError) Error() string        { return e.err.Error() }
+func (e desktopError) Unwrap() error        { return e.err }
+func (e desktopError) Is(target error) bool { return target == ErrDesktopUnavailable }
+
+// desktopUnavailable marks an error met while reading the desktop as
+// ErrDesktopUnavailable, unless it is already bad input or an interrupt.
+func desktopUnavailable(err error) error {
+	if err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return desktopError{err}
+}
+
+// ClassifyExit is classify's exit code for a transcript's classification: its
+// outcome's (0, 7, 8, 9), or ExitVerifyFailed (1, as evidence verify) when the
+// transcript cannot be trusted (not a bundle, tampered with, incomplete): what it says
+// frees nothing.
+func ClassifyExit(c ClassifyResult) int {
+	if c.FailClosed {
+		return ExitVerifyFailed
+	}
+	return OutcomeExit(c.Outcome)
 }
 
 // ExitCode is the exit code for an error of this package: 0 for nil, and
@@ -66,7 +101,7 @@ func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, ErrRequestReused):
 		return "idempotency_conflict"
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrDesktopUnavailable):
 		return "bad_input"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNotInitialized), errors.Is(err, context.DeadlineExceeded):
 		return "fail_closed" // a deadline too: the exit table refuses it as 5

@@ -44,8 +44,14 @@ type Duration time.Duration
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
 // Inspect reads an app's accessibility tree, as a person would with Accerciser: to find
-// the role and name a profile's step can address.
+// the role and name a profile's step can address. A display, bus or app that cannot be
+// reached is ErrDesktopUnavailable.
 func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResult, error) {
+	res, err := inspect(ctx, req, opt)
+	return res, desktopUnavailable(err)
+}
+
+func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResult, error) {
 	match, err := req.process(opt)
 	if err != nil {
 		return InspectResult{}, err

@@ -154,7 +154,7 @@ func usageText() string {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.name, c.summary)
 	}
-	b.WriteString("\nexit codes: 0 ok, 2 bad input, 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted, 10 evidence not\nauthenticated; 130 interrupted before anything was claimed.\n'sendonce help COMMAND' (or 'sendonce COMMAND -h') shows a command's usage, flags and an example.\n")
+	b.WriteString("\nexit codes: 0 ok, 2 bad input (or no display), 3 consumed or crossed, 4 held by another executor,\n5 store unavailable (fail closed), 6 stale or expired permit; deliver adds 7 unknown,\n8 not_sent, 9 sent_rejected; 1 evidence cannot be trusted (verify, classify), 10 evidence not\nauthenticated; 130 interrupted before anything was claimed.\n'sendonce help COMMAND' (or 'sendonce COMMAND -h') shows a command's usage, flags and an example.\n")
 	return b.String()
 }
 

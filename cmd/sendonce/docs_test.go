@@ -209,7 +209,8 @@ func TestDocsExitCodes(t *testing.T) {
 	gateDoc := readDoc(t, "docs/gate.md")
 	for code, words := range map[int]string{exitOK: "granted, or done", exitUsage: "bad input", exitConsumed: "consumed or crossed",
 		exitHeld: "another executor holds it", exitFailClosed: "fail closed", exitStale: "stale or expired permit",
-		exitUnauthenticated: "nothing outside it vouches for it", exitInterrupted: "interrupted"} {
+		exitUnauthenticated: "nothing outside it vouches for it", exitInterrupted: "interrupted",
+		exitVerifyFailed: "`classify`: the transcript cannot be trusted"} {
 		row := regexp.MustCompile(`(?m)^\| ` + strconv.Itoa(code) + ` \| [^\n]*` + regexp.QuoteMeta(words))
 		if !row.MatchString(gateDoc) {
 			t.Errorf("docs/gate.md: no exit code row %d saying %q", code, words)

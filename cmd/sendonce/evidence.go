@@ -123,11 +123,7 @@ func cmdClassify(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	env.print(c)
-	code := outcomeExit(c.Outcome)
-	if c.FailClosed {
-		code = exitFailClosed
-	}
-	if code != exitOK {
+	if code := sendonce.ClassifyExit(c); code != exitOK {
 		return exitError{code, fmt.Errorf("outcome %s", c.Outcome)}
 	}
 	return nil

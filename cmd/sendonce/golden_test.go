@@ -313,7 +313,7 @@ func TestGoldenGateContract(t *testing.T) {
 	g.run("classify-not-sent", 8, "classify", filepath.Join(g.repo, "transcripts", "not_sent", "wrong-title-stopped"))
 	g.run("classify-unknown", 7, "classify", filepath.Join(g.repo, "transcripts", "send_status_unknown", "crash-after-send-pressed"))
 	g.run("classify-rejected", 9, "classify", firstDir(t, filepath.Join(g.repo, "transcripts", "sent_rejected")))
-	g.run("classify-fail-closed", 5, "classify", filepath.Join(g.repo, "transcripts", "fail_closed", "edited-step"))
+	g.run("classify-fail-closed", 1, "classify", filepath.Join(g.repo, "transcripts", "fail_closed", "edited-step"))
 	g.run("classify-missing", 2, "classify", filepath.Join(g.work, "nothing"))
 }
 
