@@ -145,11 +145,25 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		// so say what its absence costs.
 		add("provider", nil, fmt.Sprintf("no %s account given: deliveries to %s are confirmed on screen only, and reconcile cannot ask the provider (give --provider-config FILE; docs/delivering.md names its fields)", ns, req.Destination), "")
 	}
+	if p != nil && p.Confirm != nil && !p.Confirm.ScreenConfirms() {
+		add(doctorConfirmation(p, registry.Configured(ns, req.ProviderConfig, getenv)))
+	}
 	out.Ready = true
 	for _, c := range out.Checks {
 		out.Ready = out.Ready && c.OK
 	}
 	return out
+}
+
+// doctorConfirmation says, for a profile whose mark of our side a peer can produce,
+// that only the provider confirms, and fails when no provider account is given.
+func doctorConfirmation(p *driver.Profile, provider bool) (string, error, string, string) {
+	why := fmt.Sprintf("profile %s marks our side by something a peer can produce (confirm.mark %s): the screen alone never confirms a delivery", p.App, p.Confirm.Mark)
+	if !provider {
+		return "confirmation", errors.New(why + ", and no provider account is given: every delivery would end send_status_unknown"),
+			"", "give --dest-id and --provider-config (docs/delivering.md), so that the provider confirms each delivery"
+	}
+	return "confirmation", nil, why + "; the provider account given confirms it", ""
 }
 
 // doctorLanguages checks that the OCR data of each language a delivery would read in

@@ -288,6 +288,9 @@ func (r ProfileCheckResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "exactly one item, ours, before the send: %s\n", r.OneItemOurs)
 	if r.Confirms == "" {
 		fmt.Fprintln(w, "confirms a delivery: nothing on the screen (only the provider can)")
+		if r.ScreenCannot != "" {
+			fmt.Fprintf(w, "  %s\n", r.ScreenCannot)
+		}
 	} else {
 		fmt.Fprintf(w, "confirms a delivery: %s\n", r.Confirms)
 	}

@@ -154,6 +154,9 @@ type ProfileSummary struct {
 	OneItemOurs string `json:"one_item_ours"`
 	// Confirms is what confirms a delivery on the screen ("" when only the provider can).
 	Confirms string `json:"confirms"`
+	// ScreenCannot says why the screen cannot confirm when the profile reads sent items
+	// but marks our side by something a peer can produce.
+	ScreenCannot string `json:"screen_cannot_confirm,omitempty"`
 }
 
 // PhaseSummary is one phase: its steps, and which one crosses a boundary.
@@ -205,9 +208,13 @@ func (p *Profile) Summary() ProfileSummary {
 			}
 		}
 	}
-	if c := p.Confirm; c != nil {
-		s.Confirms = fmt.Sprintf("in the chat (%s), more finished items named like ours than before the send, the newest one's author drawn in rgb(%d,%d,%d) (our side's colour), the view at its end, held for %s",
+	switch c := p.Confirm; {
+	case c.ScreenConfirms():
+		s.Confirms = fmt.Sprintf("in the chat (%s), more finished items named like ours than before the send, the newest one's author drawn in rgb(%d,%d,%d) (our side's colour, which only the app draws), the view at its end, held for %s",
 			p.Chat.Region, c.AuthorColor[0], c.AuthorColor[1], c.AuthorColor[2], c.Settle.Duration)
+	case c != nil:
+		s.ScreenCannot = fmt.Sprintf("our side's mark, rgb(%d,%d,%d), is one a peer can produce (confirm.mark %s): a delivery is sent_verified only when the provider confirms it (deliver --dest-id with --provider-config), else it ends send_status_unknown for reconcile",
+			c.AuthorColor[0], c.AuthorColor[1], c.AuthorColor[2], c.Mark)
 	}
 	return s
 }

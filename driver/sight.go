@@ -36,9 +36,25 @@ type Confirm struct {
 	// Inline: a message's header and its content share one line ("[12:00:01] <carol>
 	// https://…/report.txt"), so an item belongs to the header on its own line.
 	Inline bool `json:"inline,omitempty"`
+	// Mark says who can draw AuthorColor (required): MarkAppOnly, the app alone (a
+	// theme's colour for our own side, which no peer's name or formatted text can take),
+	// or MarkPeerProducible, a peer too (an app that colours every author by a hash of
+	// their id, ours included, or renders a peer's coloured text). With a mark a peer
+	// can produce, the screen never confirms a delivery alone: the provider must.
+	Mark string `json:"mark"`
 
 	header *regexp.Regexp
 }
+
+// The values of Confirm.Mark.
+const (
+	MarkAppOnly        = "app_only"
+	MarkPeerProducible = "peer_producible"
+)
+
+// ScreenConfirms says whether the screen can confirm a delivery alone: only a mark
+// that no peer can produce makes an item ours for good.
+func (c *Confirm) ScreenConfirms() bool { return c != nil && c.Mark == MarkAppOnly }
 
 func (c *Confirm) validate(app string) error {
 	re, err := regexp.Compile(c.Header)
@@ -55,6 +71,9 @@ func (c *Confirm) validate(app string) error {
 		return fmt.Errorf("profile %s: confirm.settle must be a positive duration", app)
 	case c.EndBlank.W == 0 && c.EndBlank.H == 0 && c.EndBlank.X == 0 && c.EndBlank.Y == 0:
 		return fmt.Errorf("profile %s: confirm.end_blank is required (where the view shows it is not at its end)", app)
+	case c.Mark != MarkAppOnly && c.Mark != MarkPeerProducible:
+		return fmt.Errorf("profile %s: confirm.mark must be %q (only the app can draw author_color: a theme's colour for our side that no peer's name or text can take) or %q (a peer can come close: every author coloured by a hash of their id, or a peer's coloured text rendered; then only the provider confirms); got %q",
+			app, MarkAppOnly, MarkPeerProducible, c.Mark)
 	}
 	c.header = re
 	return nil
@@ -68,23 +87,39 @@ type header struct {
 }
 
 // headers finds the message headers among lines, with whether each author is ours.
-func (c *Confirm) headers(lines []vision.Line, look vision.Look) []header {
+// Every line of a header's shape is someone's header, whatever name it holds (any
+// script, spaces, dots, emoji): a peer's row is never taken for a continuation of ours.
+// It is ours only when its author is drawn in our side's colour, read on the author's
+// last word. Outside inline profiles, a line that reads as the file's name, or shows a
+// size, is an item's line, never a header.
+func (c *Confirm) headers(lines []vision.Line, look vision.Look, file string) []header {
 	var out []header
 	for _, l := range lines {
 		m := c.header.FindStringSubmatch(l.Text)
 		if m == nil {
 			continue
 		}
-		h := header{line: l, author: m[1]}
-		for i := len(l.Words) - 1; i >= 0 && h.author != ""; i-- {
-			if l.Words[i].Text == h.author {
-				h.ours = c.inkMatches(look, l.Words[i].Box)
-				break
+		if !c.Inline && (sizePattern.MatchString(l.Text) || file != "" && isNameLine(l.Text, file)) {
+			continue
+		}
+		h := header{line: l, author: strings.TrimSpace(m[1])}
+		if f := strings.Fields(h.author); len(f) > 0 {
+			last := f[len(f)-1]
+			for i := len(l.Words) - 1; i >= 0; i-- {
+				if l.Words[i].Text == last {
+					h.ours = c.inkMatches(look, l.Words[i].Box)
+					break
+				}
 			}
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// isNameLine says whether a whole line reads as the file's name.
+func isNameLine(line, file string) bool {
+	return evidence.NameMatches(strings.TrimSpace(line), file)
 }
 
 // inkMatches reports whether the text drawn in box has the author colour: the mean of
@@ -184,7 +219,7 @@ func (r *Runner) items(look vision.Look) []evidence.Item {
 	lines := vision.Lines(look.Words)
 	var heads []header
 	if c := r.confirm(); c != nil {
-		heads = c.headers(lines, look)
+		heads = c.headers(lines, look, r.Vars.FileName)
 	}
 	var out []evidence.Item
 	for _, l := range lines {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -200,11 +201,15 @@ func countSHA(files map[string]string, sum string) int {
 type liveApp struct {
 	name                                       string
 	displayKey, uploadKey, jidKey, passwordKey string
+	// providerConfirms: the app's mark of our side is one a peer can produce (Psi+
+	// renders a peer's coloured text), so only the provider confirms a delivery: every
+	// delivery is given the account.
+	providerConfirms bool
 }
 
 var (
 	gajimApp = liveApp{name: "gajim", displayKey: "DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
-	psiApp   = liveApp{name: "psi-plus", displayKey: "PSI_DISPLAY", uploadKey: "PSI_UPLOAD_DIR", jidKey: "PSI_JID", passwordKey: "PSI_PASSWORD"}
+	psiApp   = liveApp{name: "psi-plus", displayKey: "PSI_DISPLAY", uploadKey: "PSI_UPLOAD_DIR", jidKey: "PSI_JID", passwordKey: "PSI_PASSWORD", providerConfirms: true}
 	// The second workstation's Gajim (alice again), started without its accessibility
 	// bridge (NO_AT_BRIDGE=1): it publishes no tree.
 	bridgelessGajimApp = liveApp{name: "gajim", displayKey: "WS2_DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
@@ -263,6 +268,9 @@ func (l *liveRun) display() string   { return l.bed.get(l.t, l.app.displayKey) }
 func (l *liveRun) deliverArgs(file, to string, extra ...string) []string {
 	args := []string{"deliver", "--app", l.app.name, "--to", to, "--dest-id", "xmpp:bob@localhost", "--file", file,
 		"--display", l.display(), "--staging", l.bed.staging(l.t), "--store", l.store, "--json"}
+	if l.app.providerConfirms && !slices.Contains(extra, "--provider-config") {
+		args = append(args, "--provider-config", l.providerConfig())
+	}
 	return append(args, extra...)
 }
 
