@@ -36,8 +36,10 @@ type Deliverer struct {
 	// profile steps that read it (OpenAccessibility); the returned func closes it.
 	OpenTree func(ctx context.Context, display string) (driver.Tree, func())
 	// AfterDurable, when set, is called right after each named moment of a delivery is
-	// durable or done: claim, picker_opened, file_chosen, send_pressed, looking,
-	// classified (the evidence judged, before recording), recorded. It is a test hook (the crash tests kill the process there).
+	// durable or done: claiming (everything checked, the claim about to be asked for),
+	// claim, picker_opened, file_chosen, send_pressed, looking, classified (the evidence
+	// judged, before recording), recorded. It is a test hook (the crash tests kill the
+	// process there; the fleet test holds two workstations at claiming to race them).
 	AfterDurable func(moment string)
 }
 
@@ -173,6 +175,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		if err != nil {
 			return DeliveryResult{}, err
 		}
+		d.after("claiming")
 		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor,
 			Origin: store.Origin{Workstation: ws.id, FileName: staged.Name, Size: staged.Size}, EvidenceRoot: c.evidenceRoot})
 		if err == nil && res.Granted {

@@ -36,12 +36,16 @@ func race(t *testing.T, l *liveRun, file string, round int, wss []workstation) [
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var runs []*raceRun
+	// Both processes wait, once everything is checked, until both are about to claim:
+	// the race is made, not hoped for (on a loaded machine, two processes started
+	// together reached the store 140 ms apart).
+	gate := []string{"SENDONCE_TEST_BARRIER_AT=claiming", "SENDONCE_TEST_BARRIER_DIR=" + t.TempDir(), fmt.Sprintf("SENDONCE_TEST_BARRIER_N=%d", len(wss))}
 	for _, ws := range wss {
 		r := &raceRun{ws: ws, task: fmt.Sprintf("%s-round-%d", ws.name, round)}
 		args := []string{"deliver", "--app", "gajim", "--to", "Bob", "--dest-id", "xmpp:bob@localhost", "--file", file,
 			"--display", ws.display, "--staging", l.bed.staging(t), "--store", ws.store, "--task", r.task, "--json"}
 		r.cmd = exec.CommandContext(ctx, self(t), args...)
-		r.cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1", "SENDONCE_STATE_DIR="+ws.state), liveEnv...)
+		r.cmd.Env = append(append(append(os.Environ(), "SENDONCE_AS_CLI=1", "SENDONCE_STATE_DIR="+ws.state), liveEnv...), gate...)
 		r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.errb
 		runs = append(runs, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -33,13 +34,37 @@ func testCommands() []command {
 // killpoint is a documented test hook: with SENDONCE_TEST_KILL_AFTER=NAME in the
 // environment, the process kills itself with SIGKILL right after the step NAME is
 // durable, the way a crash would. The crash-matrix tests use it.
+//
+// With SENDONCE_TEST_BARRIER_AT=NAME, SENDONCE_TEST_BARRIER_DIR=DIR and
+// SENDONCE_TEST_BARRIER_N=N, the process waits at NAME until N processes have reached it
+// (each leaves a file in DIR), at most a minute: a race the test makes real rather than
+// hopes for, whatever the machine's load.
 func (env *environment) killpoint(name string) {
+	if env.getenv("SENDONCE_TEST_BARRIER_AT") == name {
+		barrier(env.getenv("SENDONCE_TEST_BARRIER_DIR"), env.getenv("SENDONCE_TEST_BARRIER_N"))
+	}
 	if env.getenv("SENDONCE_TEST_KILL_AFTER") == name {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
 	if env.getenv("SENDONCE_TEST_TERM_AFTER") == name {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM) // and go on: a graceful stop must let this delivery finish
+	}
+}
+
+// barrier leaves this process's file in dir and waits until n files are there.
+func barrier(dir, n string) {
+	want, err := strconv.Atoi(n)
+	if dir == "" || err != nil || want < 1 {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), nil, 0o600); err != nil {
+		return
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if es, err := os.ReadDir(dir); err == nil && len(es) >= want {
+			return
+		}
 	}
 }
 
