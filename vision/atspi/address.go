@@ -50,8 +50,10 @@ const sessionAskTime = 3 * time.Second
 // X server says made its window) on display, from two sources:
 //
 //   - the app's session bus (DBUS_SESSION_BUS_ADDRESS in the process's environment,
-//     else $XDG_RUNTIME_DIR/bus) answering org.a11y.Bus.GetAddress: only the app's user
-//     and root can reach it, so no other display client can change its answer;
+//     else $XDG_RUNTIME_DIR/bus) answering org.a11y.Bus.GetAddress: a session bus admits
+//     only its own user, so no display client of another user can change its answer
+//     (nor can root ask it: reading the environment needs root, the asking the app's
+//     user);
 //   - the root window's AT_SPI_BUS property, which any client on the display can write.
 //
 // Both answering, they must name the same bus: else it stops (ErrSourcesDisagree),
@@ -94,7 +96,7 @@ func locate(ctx context.Context, display string, pid int, proc string) (Located,
 			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s, and process %d's session bus could not be asked (%v), nor its user read (%v): nothing was read", ErrUntrusted, display, root, pid, sessionErr, err)
 		}
 		if err := servedBy(ctx, root, uid); err != nil {
-			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s (AT_SPI_BUS, which any program on the display can write), process %d's session bus could not be asked (%v), and %v: nothing was read. Run sendonce as the app's user (or root) so that its session bus answers, and check what set the property (xprop -root AT_SPI_BUS)",
+			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s (AT_SPI_BUS, which any program on the display can write), process %d's session bus could not be asked (%v), and %v: nothing was read. Check what set the property (xprop -root AT_SPI_BUS) and restart the app's session; running sendonce as the app's user lets its session bus answer",
 				ErrUntrusted, display, root, pid, sessionErr, err)
 		}
 		return Located{Address: root, From: FromRootWindow, Note: "the app's session bus was not asked: " + sessionErr.Error()}, nil
