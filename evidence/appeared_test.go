@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +71,8 @@ func appearedCases() []struct {
 		// Items read on an observation of a condition or of the title.
 		{"on a condition's observation", cat([]Record{items("before_send")}, dismissed(1), []Record{onObservation("condition", report)}, final()), 8},
 		{"on a title's observation", cat([]Record{items("before_send")}, dismissed(1), []Record{onObservation("conversation_title", report)}, final()), 8},
+		// Read in the chat after the stop, after the final reads.
+		{"after the final reads", cat([]Record{items("before_send")}, dismissed(1), final(), []Record{label("not_sent"), items("final", report)}), 11},
 		// A first before_send read that showed ours, and a later one, still before the
 		// file could be attached, that shows less: the chat as it was is the lesser,
 		// wherever it comes, and the first read's item of ours is new beside it.
@@ -85,6 +88,15 @@ func classifyRecs(recs []Record) Classification {
 		recs[i].Seq, recs[i].Mono = i+1, int64(i+1)*250e6
 	}
 	return Classify(Transcript{Manifest: testManifest("report.txt", content), Records: recs, Complete: true, Profile: testProfile})
+}
+
+// TestItemOfOursOnTheSendPage: an item the send page shows marked ours, whatever its
+// name, may have been sent.
+func TestItemOfOursOnTheSendPage(t *testing.T) {
+	c := classifyRecs(cat([]Record{items("before_send")}, dismissed(1), []Record{items("final"), page("final", Item{Name: "other.txt", Ours: true})}))
+	if c.Outcome != gate.SendStatusUnknown || !slices.ContainsFunc(c.Reasons, func(s string) bool { return strings.Contains(s, `marked ours ("other.txt" (ours))`) }) {
+		t.Fatalf("%s; want send_status_unknown naming the item\n%s", c.Outcome, strings.Join(c.Reasons, "\n"))
+	}
 }
 
 func TestNewItemOfOursNeverNotSent(t *testing.T) {

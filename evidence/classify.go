@@ -444,6 +444,9 @@ func (j *judge) observe(r Record) {
 		if n := j.named(o.Items); n > 0 {
 			j.effect(r.Seq, "the send page holds %d item(s) named %q: it may have been sent", n, j.m.FileName)
 		}
+		if n := ours(o.Items); n > 0 {
+			j.effect(r.Seq, "the send page holds %d item(s) marked ours (%s): one may have been sent", n, describeItems(o.Items))
+		}
 		if o.What == "send_page_items" && o.Phase == "final" && r.Kind == KindObserve {
 			j.finalPage = r.Seq
 		}
