@@ -669,7 +669,7 @@ func checkTask(task string) error {
 	agent, sub, two := strings.Cut(task, "/")
 	if len(task) > 256 || task == "." || task == ".." || strings.ContainsAny(task, "\\~") || strings.Contains(sub, "/") ||
 		(two && (agent == "" || sub == "" || sub == "." || sub == "..")) || strings.IndexFunc(task, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return fieldError("task", fmt.Errorf("%q must be at most 256 characters, with no backslash, tilde, space or control character, and at most one slash (AGENT/SUBTASK)", task))
+		return fieldError("task", fmt.Errorf("%s must be at most 256 characters, with no backslash, tilde, space or control character, and at most one slash (AGENT/SUBTASK)", gate.Quote(task)))
 	}
 	return nil
 }

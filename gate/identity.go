@@ -84,7 +84,7 @@ func Title(s string) (Identity, error) {
 		return id, err
 	}
 	if !hasVisible(id.value) {
-		return Identity{}, fmt.Errorf("%w: title %q shows nothing on screen (no letter, number, punctuation or symbol)", ErrInvalid, id.value)
+		return Identity{}, fmt.Errorf("%w: title %s shows nothing on screen (no letter, number, punctuation or symbol)", ErrInvalid, Quote(id.value))
 	}
 	return id, nil
 }
@@ -93,6 +93,9 @@ func Title(s string) (Identity, error) {
 func titleV1(s string) (Identity, error) {
 	if !utf8.ValidString(s) {
 		return Identity{}, fmt.Errorf("%w: title is not valid UTF-8", ErrInvalid)
+	}
+	if err := checkLength("title", s, MaxTitle, "characters", utf8.RuneCountInString); err != nil {
+		return Identity{}, err
 	}
 	s = norm.NFC.String(s)
 	if s == "" {
@@ -154,8 +157,11 @@ func invisibleClass(r rune) string {
 //	        given; at most 255 bytes.
 func ProviderID(s string) (Identity, error) {
 	ns, id, ok := strings.Cut(s, ":")
+	if ok && len(id) > MaxProviderID {
+		return Identity{}, fmt.Errorf("%w: destination id %s: its id after %q is %d bytes long; at most %d are allowed", ErrInvalid, Quote(s), ns+":", len(id), MaxProviderID)
+	}
 	if !ok || ns == "" {
-		return Identity{}, fmt.Errorf("%w: destination id %q must be NAMESPACE:ID, for example xmpp:bob@example.org", ErrInvalid, s)
+		return Identity{}, fmt.Errorf("%w: destination id %s must be NAMESPACE:ID, for example xmpp:bob@example.org", ErrInvalid, Quote(s))
 	}
 	switch ns {
 	case "xmpp":
@@ -171,16 +177,16 @@ func ProviderID(s string) (Identity, error) {
 		}
 		return Identity{namespace: ns, value: v}, nil
 	case titleNamespace:
-		return Identity{}, fmt.Errorf("%w: %q is a visible title, not a provider id: use --to", ErrInvalid, s)
+		return Identity{}, fmt.Errorf("%w: %s is a visible title, not a provider id: use --to", ErrInvalid, Quote(s))
 	default:
-		return Identity{}, fmt.Errorf("%w: unknown destination namespace %q (known: xmpp, matrix)", ErrInvalid, ns)
+		return Identity{}, fmt.Errorf("%w: unknown destination namespace %s (known: xmpp, matrix)", ErrInvalid, Quote(ns))
 	}
 }
 
 // canonicalMatrix is a Matrix user or room id's one spelling (see ProviderID).
 func canonicalMatrix(s string) (string, error) {
 	if len(s) > 255 {
-		return "", fmt.Errorf("%w: matrix id %q is longer than 255 bytes", ErrInvalid, s)
+		return "", fmt.Errorf("%w: matrix id %s is longer than 255 bytes", ErrInvalid, Quote(s))
 	}
 	sigil, rest := "", s
 	if s != "" {
@@ -188,24 +194,24 @@ func canonicalMatrix(s string) (string, error) {
 	}
 	local, server, ok := strings.Cut(rest, ":")
 	if !ok || local == "" || (sigil != "@" && sigil != "!") {
-		return "", fmt.Errorf("%w: matrix id %q must be @user:server (a person) or !room:server (a room)", ErrInvalid, s)
+		return "", fmt.Errorf("%w: matrix id %s must be @user:server (a person) or !room:server (a room)", ErrInvalid, Quote(s))
 	}
 	server, err := matrixServerName(server)
 	if err != nil {
-		return "", fmt.Errorf("%w: matrix id %q: %v", ErrInvalid, s, err)
+		return "", fmt.Errorf("%w: matrix id %s: %v", ErrInvalid, Quote(s), err)
 	}
 	if sigil == "@" {
 		local = strings.ToLower(local)
 		for _, r := range local {
 			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("._=-/+", r)) {
-				return "", fmt.Errorf("%w: matrix user %q: a user's localpart holds only a-z, 0-9 and . _ = - / +", ErrInvalid, s)
+				return "", fmt.Errorf("%w: matrix user %s: a user's localpart holds only a-z, 0-9 and . _ = - / +", ErrInvalid, Quote(s))
 			}
 		}
 		return "@" + local + ":" + server, nil
 	}
 	for _, r := range local {
 		if r < 0x21 || r == 0x7f || !utf8.ValidRune(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
-			return "", fmt.Errorf("%w: matrix room %q has a space, a control or an invisible character", ErrInvalid, s)
+			return "", fmt.Errorf("%w: matrix room %s has a space, a control or an invisible character", ErrInvalid, Quote(s))
 		}
 	}
 	return "!" + local + ":" + server, nil
@@ -218,31 +224,31 @@ func matrixServerName(s string) (string, error) {
 	if strings.HasPrefix(s, "[") {
 		end := strings.Index(s, "]")
 		if end < 0 {
-			return "", fmt.Errorf("server %q: an unclosed IPv6 bracket", s)
+			return "", fmt.Errorf("server %s: an unclosed IPv6 bracket", Quote(s))
 		}
 		host, port = s[:end+1], strings.TrimPrefix(s[end+1:], ":")
 		if s[end+1:] != "" && !strings.HasPrefix(s[end+1:], ":") {
-			return "", fmt.Errorf("server %q: text after the address", s)
+			return "", fmt.Errorf("server %s: text after the address", Quote(s))
 		}
 		if ip, err := netip.ParseAddr(host[1 : len(host)-1]); err != nil || !ip.Is6() || ip.Zone() != "" {
-			return "", fmt.Errorf("server %q: not an IPv6 address", s)
+			return "", fmt.Errorf("server %s: not an IPv6 address", Quote(s))
 		}
 	} else if h, p, ok := strings.Cut(s, ":"); ok {
 		host, port = h, p
 	}
 	if port != "" || strings.HasSuffix(s, ":") {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' && len(port) > 1 {
-			return "", fmt.Errorf("server %q: port %q", s, port)
+			return "", fmt.Errorf("server %s: port %s", Quote(s), Quote(port))
 		}
 		port = ":" + port
 	}
 	if !strings.HasPrefix(host, "[") {
 		if host == "" || len(host) > 253 {
-			return "", fmt.Errorf("server %q: no host name", s)
+			return "", fmt.Errorf("server %s: no host name", Quote(s))
 		}
 		for _, r := range host {
 			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
-				return "", fmt.Errorf("server %q: a host name holds only letters, digits, - and .", s)
+				return "", fmt.Errorf("server %s: a host name holds only letters, digits, - and .", Quote(s))
 			}
 		}
 		host = strings.ToLower(host)
@@ -257,14 +263,14 @@ func canonicalJID(s string, domainOf func(string) (string, error)) (string, erro
 	bare, _, _ := strings.Cut(s, "/") // the resource names a client session, not the destination
 	local, domain, ok := strings.Cut(bare, "@")
 	if !ok || local == "" || domain == "" {
-		return "", fmt.Errorf("%w: xmpp id %q must be local@domain", ErrInvalid, s)
+		return "", fmt.Errorf("%w: xmpp id %s must be local@domain", ErrInvalid, Quote(s))
 	}
 	l, err := precis.UsernameCaseMapped.String(local)
 	if err != nil {
-		return "", fmt.Errorf("%w: xmpp local part %q: %v", ErrInvalid, local, err)
+		return "", fmt.Errorf("%w: xmpp local part %s: %v", ErrInvalid, Quote(local), err)
 	}
 	if strings.ContainsAny(l, jidForbiddenLocal) {
-		return "", fmt.Errorf("%w: xmpp local part %q has a character JIDs forbid", ErrInvalid, local)
+		return "", fmt.Errorf("%w: xmpp local part %s has a character JIDs forbid", ErrInvalid, Quote(local))
 	}
 	d, err := domainOf(domain)
 	if err != nil {
@@ -272,12 +278,12 @@ func canonicalJID(s string, domainOf func(string) (string, error)) (string, erro
 	}
 	for _, label := range strings.Split(d, ".") {
 		if label == "" {
-			return "", fmt.Errorf("%w: xmpp domain %q has an empty label", ErrInvalid, domain)
+			return "", fmt.Errorf("%w: xmpp domain %s has an empty label", ErrInvalid, Quote(domain))
 		}
 	}
 	for _, r := range d {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || strings.ContainsRune("@/\"&'<>", r) {
-			return "", fmt.Errorf("%w: xmpp domain %q has a character domains cannot hold", ErrInvalid, domain)
+			return "", fmt.Errorf("%w: xmpp domain %s has a character domains cannot hold", ErrInvalid, Quote(domain))
 		}
 	}
 	return l + "@" + d, nil
@@ -293,15 +299,15 @@ func canonicalDomain(domain string) (string, error) {
 	d := norm.NFC.String(domain)
 	a, err := domainProfile.ToASCII(d)
 	if err != nil {
-		return "", fmt.Errorf("%w: xmpp domain %q: %v", ErrInvalid, domain, err)
+		return "", fmt.Errorf("%w: xmpp domain %s: %v", ErrInvalid, Quote(domain), err)
 	}
 	a = strings.TrimSuffix(a, ".") // the root's dot names nothing
 	u, err := domainProfile.ToUnicode(a)
 	if err != nil {
-		return "", fmt.Errorf("%w: xmpp domain %q: %v", ErrInvalid, domain, err)
+		return "", fmt.Errorf("%w: xmpp domain %s: %v", ErrInvalid, Quote(domain), err)
 	}
 	if u == "" || len(a) > 1023 {
-		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+		return "", fmt.Errorf("%w: xmpp domain %s is empty or too long", ErrInvalid, Quote(domain))
 	}
 	return u, nil
 }
@@ -310,7 +316,7 @@ func canonicalDomain(domain string) (string, error) {
 func domainV1(domain string) (string, error) {
 	d := strings.TrimSuffix(strings.ToLower(norm.NFC.String(domain)), ".")
 	if d == "" || len(d) > 1023 {
-		return "", fmt.Errorf("%w: xmpp domain %q is empty or too long", ErrInvalid, domain)
+		return "", fmt.Errorf("%w: xmpp domain %s is empty or too long", ErrInvalid, Quote(domain))
 	}
 	return d, nil
 }
@@ -324,7 +330,7 @@ func identityIn(version, ns, value string) (Identity, error) {
 		v, err := canonicalJID(value, domainV1)
 		return Identity{namespace: ns, value: v}, err
 	case version == "v1":
-		return Identity{}, fmt.Errorf("%w: the v1 key scheme knew no destination namespace %q", ErrInvalid, ns)
+		return Identity{}, fmt.Errorf("%w: the v1 key scheme knew no destination namespace %s", ErrInvalid, Quote(ns))
 	case ns == titleNamespace:
 		return Title(value)
 	}

@@ -106,25 +106,25 @@ func (k Key) String() string {
 func ParseKey(s string) (Key, error) {
 	version, rest, ok := strings.Cut(s, ":")
 	if !ok || !knownVersion(version) {
-		return Key{}, fmt.Errorf("%w: key %q does not start with %s: (or an older scheme's v1:)", ErrInvalid, s, KeyVersion)
+		return Key{}, fmt.Errorf("%w: key %s does not start with %s: (or an older scheme's v1:)", ErrInvalid, quoteKey(s), KeyVersion)
 	}
 	i := strings.LastIndexByte(rest, ':')
 	j := strings.IndexByte(rest, ':')
 	if i < 0 || j == i {
-		return Key{}, fmt.Errorf("%w: key %q must be %s:NAMESPACE:ID:SHA256", ErrInvalid, s, version)
+		return Key{}, fmt.Errorf("%w: key %s must be %s:NAMESPACE:ID:SHA256", ErrInvalid, quoteKey(s), version)
 	}
 	d, err := ParseDigest(rest[i+1:])
 	if err != nil {
-		return Key{}, fmt.Errorf("key %q: %w", s, err)
+		return Key{}, fmt.Errorf("key %s: %w", quoteKey(s), err)
 	}
 	ns, escaped := rest[:j], rest[j+1:i]
 	val, err := unescapeKeyPart(escaped)
 	if err != nil {
-		return Key{}, fmt.Errorf("key %q: %w", s, err)
+		return Key{}, fmt.Errorf("key %s: %w", quoteKey(s), err)
 	}
 	id, err := identityIn(version, ns, val)
 	if err != nil {
-		return Key{}, fmt.Errorf("key %q: %w", s, err)
+		return Key{}, fmt.Errorf("key %s: %w", quoteKey(s), err)
 	}
 	k := Key{version: version, id: id, digest: d}
 	if k.String() != s {

@@ -277,20 +277,46 @@ func (env *environment) parse(fs *flag.FlagSet, args []string, positional int) (
 			return nil, err
 		}
 		if err != nil {
-			return nil, usagef("sendonce %s: %v", fs.Name(), err)
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		if err := checkFlagLengths(fs); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			break
+		}
+		if len(fs.Arg(0)) > maxArgument {
+			return nil, usagef("%s: argument %s is %d bytes long; at most %d are allowed", fs.Name(), gate.Quote(fs.Arg(0)), len(fs.Arg(0)), maxArgument)
 		}
 		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	switch {
 	case len(pos) != positional && positional == 0:
-		return nil, usagef("sendonce %s: unexpected argument %q", fs.Name(), pos[0])
+		return nil, usagef("%s: unexpected argument %s", fs.Name(), gate.Quote(pos[0]))
 	case len(pos) != positional:
-		return nil, usagef("sendonce %s: want %d argument(s), got %d", fs.Name(), positional, len(pos))
+		return nil, usagef("%s: want %d argument(s), got %d", fs.Name(), positional, len(pos))
 	}
 	return pos, nil
+}
+
+// maxArgument is the longest flag value or argument any command takes, in bytes (a
+// path's longest on Linux): names have shorter caps of their own (a title, a
+// destination id, a task), checked where they are parsed.
+const maxArgument = 4096
+
+// checkFlagLengths refuses a flag value longer than maxArgument, showing only its
+// prefix, before the command acts on anything.
+func checkFlagLengths(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if _, repeated := f.Value.(*dirList); repeated {
+			return // each folder is checked as it is given
+		}
+		if v := f.Value.String(); err == nil && len(v) > maxArgument {
+			err = usagef("%s: --%s %s is %d bytes long; at most %d are allowed", fs.Name(), f.Name, gate.Quote(v), len(v), maxArgument)
+		}
+	})
+	return err
 }
 
 func (env *environment) setupLog() {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/sendonce/sendonce/gate"
 )
 
 // examples is one typical line for each command, shown by `sendonce help CMD` and
@@ -73,7 +75,7 @@ func cmdHelp(ctx context.Context, env *environment, args []string) error {
 	case !ok:
 		return unknownCommand(args)
 	case len(rest) > 0:
-		return usagef("sendonce help takes a command's name only: sendonce help %s", c.name)
+		return usagef("help takes a command's name only: sendonce help %s", c.name)
 	}
 	return c.run(ctx, env, []string{"-h"})
 }
@@ -112,9 +114,9 @@ func unknownCommand(args []string) error {
 	}
 	given := strings.Join(words, " ")
 	if near := nearestCommand(args); near != "" {
-		return usagef("unknown command %q: did you mean %q? ('sendonce help' lists them)", given, near)
+		return usagef("unknown command %s: did you mean %q? ('sendonce help' lists them)", gate.Quote(given), near)
 	}
-	return usagef("unknown command %q: 'sendonce help' lists the commands", given)
+	return usagef("unknown command %s: 'sendonce help' lists the commands", gate.Quote(given))
 }
 
 // nearestCommand is the command whose name is closest to args (one or two words), if
@@ -165,7 +167,7 @@ func cmdCompletion(ctx context.Context, env *environment, args []string) error {
 	}
 	script, ok := map[string]func(io.Writer, []completed){"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[rest[0]]
 	if !ok {
-		return usagef("sendonce completion: unknown shell %q: bash, zsh or fish", rest[0])
+		return usagef("completion: unknown shell %s: bash, zsh or fish", gate.Quote(rest[0]))
 	}
 	script(env.stdout, completions(ctx))
 	return nil
