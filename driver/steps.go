@@ -138,6 +138,11 @@ func (r *Runner) act(ctx context.Context, s Step, stepSeq int) error {
 	start := r.now()
 	res := evidence.Record{Kind: evidence.KindResult, Step: stepSeq}
 	err := r.perform(ctx, s, &res)
+	if err != nil && s.waits() {
+		if d := r.openDialogs(ctx); d != "" {
+			err = fmt.Errorf("%w; %s", err, d)
+		}
+	}
 	if err != nil {
 		res.Error = err.Error()
 	}
