@@ -125,18 +125,19 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		cfg.Addr = v
 	}
 
-	where := "no config file"
+	// Where a missing value goes, and where the values came from.
+	where, from := "an account file (--provider-config FILE: docs/delivering.md)", "the environment"
 	if path != "" {
-		where = path
+		where, from = path, path
 	}
 	if strings.TrimSpace(cfg.JID) == "" {
-		return Config{}, fmt.Errorf("xmpp provider config: the account is missing: set \"jid\" in %s or %s", where, EnvJID)
+		return Config{}, fmt.Errorf("xmpp provider config: the account is missing: set \"jid\" in %s, or set %s", where, EnvJID)
 	}
 	if cfg.Password == "" {
-		return Config{}, fmt.Errorf("xmpp provider config: the password for %s is missing: set \"password\" in %s or %s", cfg.JID, where, EnvPassword)
+		return Config{}, fmt.Errorf("xmpp provider config: the password for %s is missing: set \"password\" in %s, or set %s", cfg.JID, where, EnvPassword)
 	}
 	if err := cfg.validate(); err != nil {
-		return Config{}, fmt.Errorf("xmpp provider config (%s): %w", where, err)
+		return Config{}, fmt.Errorf("xmpp provider config (from %s): %w", from, err)
 	}
 	return cfg, nil
 }

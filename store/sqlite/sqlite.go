@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	sysclock "github.com/sendonce/sendonce/internal/clock"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
@@ -120,17 +122,61 @@ func openExisting(ctx context.Context, path string, opt Options, mode migration)
 	}
 	b, err := open(path, opt, "rw")
 	if err != nil {
-		return nil, err
+		return nil, openError(path, err)
 	}
 	if err := b.migrate(ctx, mode); err != nil {
 		b.Close()
-		return nil, err
+		return nil, openError(path, err)
 	}
 	if err := b.View(ctx, func(store.Tx) error { return nil }); err != nil { // a retired store fails here
 		b.Close()
-		return nil, err
+		return nil, openError(path, err)
 	}
 	return b, nil
+}
+
+// openError is an error opening the store at path as the user reads it: naming the
+// file (SQLite's own, "unable to open database file (14)", names nothing), and what
+// this user lacks when that is the cause.
+func openError(path string, err error) error {
+	if errors.Is(err, store.ErrUpgradeNeeded) || errors.Is(err, store.ErrNotInitialized) || strings.Contains(err.Error(), path) {
+		return err // already says which store and what to do
+	}
+	return fmt.Errorf("the store %s cannot be opened: %w%s", path, err, accessHint(path))
+}
+
+// accessHint says what keeps this user from reading and writing the store: the file
+// itself, its folder (SQLite makes its -wal and -shm files there), or one of those
+// two files; "" when none of these is the cause.
+func accessHint(path string) string {
+	if f, err := os.OpenFile(path, os.O_RDWR, 0); errors.Is(err, fs.ErrPermission) {
+		return fmt.Sprintf(" (this user cannot read and write the file: %v; run sendonce as the store's owner, or let it: chmod 600 %s)", errors.Unwrap(err), path)
+	} else if err != nil {
+		return fmt.Sprintf(" (the file cannot be opened for writing: %v)", errors.Unwrap(err))
+	} else {
+		f.Close()
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		fi, err := os.Lstat(side)
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return fmt.Sprintf(" (%s is not a regular file: SQLite keeps its write-ahead log there; remove what is in its place while no sendonce runs)", side)
+		case err == nil:
+			if f, err := os.OpenFile(side, os.O_RDWR, 0); err != nil {
+				return fmt.Sprintf(" (this user cannot read and write %s: %v; run sendonce as the store's owner, or chmod 600 it)", side, errors.Unwrap(err))
+			} else {
+				f.Close()
+			}
+		}
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".sendonce-probe-*")
+	if err != nil {
+		return fmt.Sprintf(" (this user cannot create files in %s, where SQLite keeps the store's -wal and -shm files: %v)", dir, errors.Unwrap(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return ""
 }
 
 func open(path string, opt Options, mode string) (*Backend, error) {

@@ -35,13 +35,17 @@ var errClosed = fmt.Errorf("%w: the store was closed", store.ErrUnavailable)
 
 // Update implements store.Backend.
 func (b *Backend) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return b.transaction(ctx, true, func(t *sqltx.Tx) error {
+	err := b.transaction(ctx, true, func(t *sqltx.Tx) error {
 		t.DeferEvents = true // one statement for a transaction's events
 		if err := fn(t); err != nil {
 			return err
 		}
 		return t.Flush()
 	})
+	if err != nil && strings.Contains(err.Error(), "readonly database") { // SQLite's own names no file
+		return fmt.Errorf("the store %s cannot be written: %w%s", b.path, err, accessHint(b.path))
+	}
+	return err
 }
 
 // View implements store.Backend.
