@@ -214,3 +214,31 @@ func TestOpenBeneathRace(t *testing.T) {
 		t.Errorf("%d opens read the file, %d were refused, over %d swaps: the race was not run both ways", opened, refused, swaps.Load())
 	}
 }
+
+// TestOpenatNoFollow: the step used where openat2 is missing (kernels before 5.6, other
+// Unix systems) refuses a link to a file or a folder, and opens a file.
+func TestOpenatNoFollow(t *testing.T) {
+	root, outside := privateTree(t)
+	os.Symlink(filepath.Join(outside, "marker"), filepath.Join(root, "link.txt"))
+	os.Symlink(outside, filepath.Join(root, "dirlink"))
+	dir, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	fd := int(dir.Fd())
+	for _, c := range []struct {
+		name  string
+		flags int
+	}{{"link.txt", syscall.O_RDONLY}, {"dirlink", syscall.O_RDONLY | syscall.O_DIRECTORY}} {
+		if got, err := openatNoFollow(fd, c.name, c.flags); err == nil {
+			syscall.Close(got)
+			t.Errorf("%s: opened through a link", c.name)
+		}
+	}
+	got, err := openatNoFollow(fd, "a.txt", syscall.O_RDONLY)
+	if err != nil {
+		t.Fatalf("a.txt: %v", err)
+	}
+	syscall.Close(got)
+}
