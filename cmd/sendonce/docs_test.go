@@ -188,7 +188,7 @@ func TestDocsCommands(t *testing.T) {
 // codes.
 func TestDocsExitCodes(t *testing.T) {
 	outcomeRow := regexp.MustCompile("(?m)^\\| `(sent_verified|not_sent|send_status_unknown|sent_rejected)` \\| ([0-9]+) \\|")
-	for _, doc := range []string{"README.md", "contrib/agent-skill/SKILL.md"} {
+	for _, doc := range []string{"README.md", "contrib/skills/sendonce-delivery/SKILL.md"} {
 		rows := outcomeRow.FindAllStringSubmatch(readDoc(t, doc), -1)
 		if len(rows) != 4 {
 			t.Fatalf("%s: the outcome table has %d rows; want 4", doc, len(rows))
@@ -199,11 +199,11 @@ func TestDocsExitCodes(t *testing.T) {
 			}
 		}
 	}
-	skill := readDoc(t, "contrib/agent-skill/SKILL.md")
+	skill := readDoc(t, "contrib/skills/sendonce-delivery/SKILL.md")
 	for code, words := range map[int]string{exitUsage: "Bad input", exitConsumed: "Already delivered", exitHeld: "Another executor holds it",
 		exitFailClosed: "fail closed", exitStale: "permit went stale"} {
 		if !regexp.MustCompile(`(?m)^\| ` + strconv.Itoa(code) + ` \| [^\n]*` + regexp.QuoteMeta(words)).MatchString(skill) {
-			t.Errorf("contrib/agent-skill/SKILL.md: no exit row %d %q", code, words)
+			t.Errorf("contrib/skills/sendonce-delivery/SKILL.md: no exit row %d %q", code, words)
 		}
 	}
 	gateDoc := readDoc(t, "docs/gate.md")
@@ -244,11 +244,14 @@ func TestDocsSchemaVersions(t *testing.T) {
 	}
 }
 
+// skillPath is the agent skill, in a folder named as the skill is.
+const skillPath = "contrib/skills/sendonce-delivery/SKILL.md"
+
 // TestAgentSkillFormat: the skill opens with the front matter agents load it by: a name
 // (lower case, digits and hyphens, at most 64) and a description (at most 1,024
 // characters) that says when to use it.
 func TestAgentSkillFormat(t *testing.T) {
-	text := readDoc(t, "contrib/agent-skill/SKILL.md")
+	text := readDoc(t, skillPath)
 	front, ok := strings.CutPrefix(text, "---\n")
 	front, _, closed := strings.Cut(front, "\n---\n")
 	if !ok || !closed {
@@ -261,6 +264,9 @@ func TestAgentSkillFormat(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^[a-z0-9-]{1,64}$`).MatchString(fields["name"]) {
 		t.Errorf("name %q", fields["name"])
+	}
+	if folder := filepath.Base(filepath.Dir(skillPath)); fields["name"] != folder {
+		t.Errorf("the skill's name %q is not its folder's, %q (Agent Skills load a skill by its folder's name)", fields["name"], folder)
 	}
 	if d := fields["description"]; len(d) == 0 || len(d) > 1024 || !strings.Contains(d, "Use whenever") {
 		t.Errorf("description %q: want at most 1,024 characters saying when to use it", d)
