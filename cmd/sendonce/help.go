@@ -178,6 +178,13 @@ type completed struct {
 	words   []string // "gate", "claim"
 	summary string
 	flags   []string // without the dash
+	valued  []string // the flags that take a value (the word after them is not a command)
+	args    []string // the words its argument may be ("bash", "zsh", "fish")
+}
+
+// arguments are the words a command's positional argument may be.
+func arguments() map[string][]string {
+	return map[string][]string{"completion": {"bash", "zsh", "fish"}}
 }
 
 // completions lists the commands with their flags, read from each command's own flag
@@ -190,14 +197,19 @@ func completions(ctx context.Context) []completed {
 		if err := c.run(ctx, env, []string{"-h"}); err != nil && !errors.Is(err, flag.ErrHelp) {
 			continue // a command without flags of its own (deliver in a build without cgo)
 		}
-		var flags []string
+		var flags, valued []string
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if f, ok := strings.CutPrefix(line, "  -"); ok {
-				flags = append(flags, strings.Fields(f)[0])
+				fields := strings.Fields(f) // "store PATH": a value; "json": none
+				flags = append(flags, fields[0])
+				if len(fields) > 1 {
+					valued = append(valued, fields[0])
+				}
 			}
 		}
 		slices.Sort(flags)
-		out = append(out, completed{words: strings.Fields(c.name), summary: c.summary, flags: slices.Compact(flags)})
+		slices.Sort(valued)
+		out = append(out, completed{words: strings.Fields(c.name), summary: c.summary, flags: slices.Compact(flags), valued: slices.Compact(valued), args: arguments()[c.name]})
 	}
 	return out
 }
@@ -219,10 +231,29 @@ func groups(cs []completed) (firsts []string, seconds map[string][]string) {
 	return firsts, seconds
 }
 
+// valuedFlags are the flags of any command that take a value, as a shell's case
+// pattern: -name|--name|...
+func valuedFlags(cs []completed) string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.valued...)
+	}
+	slices.Sort(names)
+	var pats []string
+	for _, n := range slices.Compact(names) {
+		pats = append(pats, "-"+n, "--"+n)
+	}
+	return strings.Join(pats, "|")
+}
+
 func bashCompletion(w io.Writer, cs []completed) {
+	valued := valuedFlags(cs)
 	fmt.Fprintf(w, "# bash completion for sendonce (sendonce completion bash)\n_sendonce() {\n")
-	fmt.Fprintf(w, "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=\"\" i\n")
-	fmt.Fprintf(w, "    for ((i = 1; i < COMP_CWORD; i++)); do\n        case ${COMP_WORDS[i]} in -*) ;; *) cmd=\"$cmd ${COMP_WORDS[i]}\" ;; esac\n    done\n")
+	fmt.Fprintf(w, "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=\"\" i\n")
+	// A flag's value: a file name (--file, --store, --profile, ...), never a command.
+	fmt.Fprintf(w, "    case $prev in\n        %s)\n            compopt -o filenames 2>/dev/null\n            COMPREPLY=($(compgen -f -- \"$cur\"))\n            return ;;\n    esac\n", valued)
+	// The command typed so far: its words, skipping flags and the values they take.
+	fmt.Fprintf(w, "    for ((i = 1; i < COMP_CWORD; i++)); do\n        case ${COMP_WORDS[i]} in\n            %s) ((i++)) ;;\n            -*) ;;\n            *) cmd=\"$cmd ${COMP_WORDS[i]}\" ;;\n        esac\n    done\n", valued)
 	fmt.Fprintf(w, "    cmd=${cmd# }\n    case $cmd in\n")
 	caseArms(w, cs, func(words string, _ bool) string {
 		return fmt.Sprintf("COMPREPLY=($(compgen -W %q -- \"$cur\"))", words)
@@ -255,7 +286,11 @@ func caseArms(w io.Writer, cs []completed, offer func(words string, files bool) 
 		}
 	}
 	for _, c := range cs {
-		fmt.Fprintf(w, "    %q*) %s ;;\n", strings.Join(c.words, " "), offer(dashed(c.flags), true))
+		words := dashed(c.flags)
+		if len(c.args) > 0 {
+			words = strings.Join(c.args, " ") + " " + words
+		}
+		fmt.Fprintf(w, "    %q*) %s ;;\n", strings.Join(c.words, " "), offer(words, len(c.args) == 0))
 	}
 }
 
@@ -273,7 +308,14 @@ func fishCompletion(w io.Writer, cs []completed) {
 		if len(c.words) > 1 {
 			cond = "__fish_seen_subcommand_from " + c.words[0] + "; and __fish_seen_subcommand_from " + c.words[1]
 		}
+		if len(c.args) > 0 {
+			fmt.Fprintf(w, "complete -c sendonce -n '%s' -f -a %q\n", cond, strings.Join(c.args, " "))
+		}
 		for _, f := range c.flags {
+			if slices.Contains(c.valued, f) {
+				fmt.Fprintf(w, "complete -c sendonce -n '%s' -l %s -r -F\n", cond, f) // a value: a file name
+				continue
+			}
 			fmt.Fprintf(w, "complete -c sendonce -n '%s' -l %s\n", cond, f)
 		}
 	}
