@@ -370,6 +370,15 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, gate.Invalidf("%s's send page does not show a name like %s whole (names_shown_for, name_shown_chars) and the profile has no item_mark to count its items by: nothing could prove the file is the one item it sends, so it is refused before the claim (rename a copy of it shorter, send it through an app whose profile can prove it, or give the profile an item_mark)", in.profile.App, name)
 	}
+	if d.providerWanted(req) {
+		// The account is read now, before anything is claimed: a loose or broken account
+		// file found only after the send would leave the delivery to the screen.
+		id, _ := gate.ProviderID(req.Destination.ProviderID)
+		if _, err := registry.Open(id.Namespace(), req.ProviderConfig, d.Client.getenv); err != nil {
+			closeFile()
+			return in, fieldError("provider-config", err)
+		}
+	}
 	if req.Display == "" {
 		closeFile()
 		return in, fieldError("display", errors.New("is required: no X display was given (DISPLAY, --display), and a delivery drives an app on one; the gate, status and evidence work without one"))
