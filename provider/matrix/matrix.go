@@ -190,10 +190,12 @@ func recipientOf(room string, direct map[string][]string, dest string) string {
 	return recipient
 }
 
-// Check logs in and reads the destination's room, sending nothing: what `sendonce
-// doctor` asks of a configured account. The destination ("" for none) must be a room
-// the account has joined, or a user it has a direct room with, and not encrypted; its
-// newest event must be readable. It says what it saw.
+// Check tries what a Lookup does, sending nothing: what `sendonce doctor` asks of a
+// configured account. It logs in and lists the account's rooms; the destination ("" for
+// none) must be a room the account has joined, or a user it has a direct room with, and
+// not encrypted; its history is walked over the last hour as a lookup walks it; and the
+// homeserver's media repository, where a lookup downloads a file's bytes, must answer
+// (its configuration, read with the account's token). It says what it saw.
 func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
 	if err := p.cfg.check(); err != nil {
 		return "", err
@@ -235,8 +237,9 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 		case encrypted:
 			return "", fmt.Errorf("%s: room %s is encrypted: the lookup cannot read it, and would answer \"can't tell\" for every delivery there", saw, room)
 		}
-		q := url.Values{"dir": {"b"}, "limit": {"1"}}
-		if err := s.call(ctx, "GET", "/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/messages", q, nil, nil); err != nil {
+		now := time.Now()
+		hour := provider.Dispatch{FileName: "sendonce-doctor", From: now.Add(-time.Hour), Until: now}
+		if _, _, err := s.sentFiles(ctx, room, hour); err != nil {
 			return "", errors.New(p.redact(fmt.Sprintf("%s: room %s's history could not be read: %v", saw, room, err)))
 		}
 		read = append(read, room)
@@ -244,7 +247,21 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 	if len(read) == 0 {
 		return "", fmt.Errorf("%s, none of them %s: join its room (or, for a person, have a direct room with them) with this account", saw, dest)
 	}
-	return fmt.Sprintf("%s; %s is room %s, its history readable", saw, dest, strings.Join(read, ", ")), nil
+	saw = fmt.Sprintf("%s; %s is room %s, its history readable", saw, dest, strings.Join(read, ", "))
+	if err := s.mediaAnswers(ctx); err != nil {
+		return "", errors.New(p.redact(fmt.Sprintf("%s; but its media repository, where a lookup downloads a file's bytes, did not answer: %v", saw, err)))
+	}
+	return saw + "; its media repository answers", nil
+}
+
+// mediaAnswers reads the media repository's configuration, as a download goes:
+// authenticated media first, the older path when the server has none.
+func (s *session) mediaAnswers(ctx context.Context) error {
+	err := s.call(ctx, "GET", "/_matrix/client/v1/media/config", nil, nil, nil)
+	if err != nil && (strings.Contains(err.Error(), "HTTP 404") || strings.Contains(err.Error(), "HTTP 400") || strings.Contains(err.Error(), "HTTP 405")) {
+		err = s.call(ctx, "GET", "/_matrix/media/v3/config", nil, nil, nil)
+	}
+	return err
 }
 
 func (p *Provider) cantTell(format string, args ...any) provider.Answer {

@@ -32,6 +32,7 @@ type fakeHomeserver struct {
 	media     map[string][]byte           // media id -> bytes
 	failRoom  string                      // its history answers 500
 	authed    bool                        // authenticated media download exists
+	noMedia   bool                        // the media repository answers nothing
 	senders   bool                        // /messages honours its filter's senders (a page may then be empty)
 	pages     int                         // /messages calls answered
 	loggedOut bool
@@ -115,6 +116,12 @@ func (f *fakeHomeserver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			out["end"] = mustJSON(end)
 		}
 		write(200, out)
+	case (p == "/_matrix/client/v1/media/config" || p == "/_matrix/media/v3/config") && f.noMedia:
+		write(502, map[string]string{"errcode": "M_UNKNOWN", "error": "bad gateway"})
+	case p == "/_matrix/client/v1/media/config" && !f.authed:
+		write(404, map[string]string{"errcode": "M_UNRECOGNIZED", "error": "unrecognized"})
+	case p == "/_matrix/client/v1/media/config" || p == "/_matrix/media/v3/config":
+		write(200, map[string]any{"m.upload.size": 1 << 20})
 	case strings.HasPrefix(p, "/_matrix/client/v1/media/download/") && !f.authed:
 		write(404, map[string]string{"errcode": "M_UNRECOGNIZED", "error": "unrecognized"})
 	case strings.HasPrefix(p, "/_matrix/client/v1/media/download/"), strings.HasPrefix(p, "/_matrix/media/v3/download/"):
@@ -282,7 +289,9 @@ func TestCheck(t *testing.T) {
 		want       string // in what it saw, or in its error
 		ok         bool
 	}{
-		{"a person's direct room", "matrix:@bob:localhost", nil, "is room !dm:localhost, its history readable", true},
+		{"a person's direct room", "matrix:@bob:localhost", nil, "is room !dm:localhost, its history readable; its media repository answers", true},
+		{"authenticated media", "matrix:@bob:localhost", func(f *fakeHomeserver) { f.authed = true }, "its media repository answers", true},
+		{"no media repository", "matrix:@bob:localhost", func(f *fakeHomeserver) { f.noMedia = true }, "media repository, where a lookup downloads a file's bytes, did not answer: GET /_matrix/client/v1/media/config: HTTP 502", false},
 		{"a room by its id", "matrix:!other:localhost", nil, "is room !other:localhost", true},
 		{"no destination", "", nil, "2 joined room(s) (no destination given", true},
 		{"no room with that person", "matrix:@carol:localhost", nil, "none of them matrix:@carol:localhost", false},
