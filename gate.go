@@ -3,7 +3,6 @@ package sendonce
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,15 +48,14 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	content := req.Content
 	if content.Path != "" || content.File != nil {
 		// One open: the bytes hashed are the ones whose size is recorded.
-		f, _, size, closeFile, err := content.open()
+		// The name is the opened file's: a path's last element, or an open file's own
+		// (MCP hands over the file it opened beneath an allowed folder).
+		f, name, size, closeFile, err := content.open()
 		if err != nil {
 			return ClaimResult{}, err
 		}
 		defer closeFile()
-		origin.Size = size
-		if content.Path != "" {
-			origin.FileName = filepath.Base(content.Path)
-		}
+		origin.Size, origin.FileName = size, name
 		content = Content{File: f}
 	}
 	keys, err := keysFor(req.Destination, content)

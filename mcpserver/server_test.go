@@ -254,6 +254,12 @@ func TestGateToolsRefusalIsAResult(t *testing.T) {
 	if res.IsError || out["decision"] != "granted" {
 		t.Fatalf("first claim: %q %v", errorText(res), out)
 	}
+	// The claim records the name and size of the file it opened (an MCP claim hands
+	// over the open file: it recorded no name).
+	_, shown := ts.call(t, "show", map[string]any{"to": "Bob", "file": f})
+	if b, _ := json.Marshal(shown); !strings.Contains(string(b), `"file_name":"r.txt"`) || !strings.Contains(string(b), `"size":6,`) {
+		t.Errorf("show after the claim: %s; want the attempt's file_name r.txt and size 6", b)
+	}
 	res, out = ts.call(t, "claim", map[string]any{"to": "Bob", "file": f, "task": "B"})
 	if res.IsError || out["decision"] != "refused" {
 		t.Fatalf("second claim: %q %v; want a refusal as a result", errorText(res), out)
