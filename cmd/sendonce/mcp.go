@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/files"
 	"net"
 	"net/http"
 	"os"
@@ -171,16 +172,9 @@ func readToken(flag, path string) (string, error) {
 	if path == "" {
 		return "", usagef("mcp: %s FILE is required: every request must carry its bearer token", flag)
 	}
-	fi, err := os.Lstat(path)
-	switch {
-	case err != nil:
-		return "", usagef("mcp: %s: %v", flag, err)
-	case !fi.Mode().IsRegular():
-		return "", usagef("mcp: %s %s is not a regular file", flag, path)
-	case fi.Mode().Perm()&0o077 != 0:
-		return "", usagef("mcp: %s %s is readable by others (mode %v): make it 0600", flag, path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
+	// Checked as the store is, on the descriptor it is read from: a regular file of
+	// this user's that no one else may read or change.
+	b, err := files.ReadSecret(path, "the "+flag+" file", os.Getuid(), 4096)
 	if err != nil {
 		return "", usagef("mcp: %s: %v", flag, err)
 	}
