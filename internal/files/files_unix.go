@@ -29,17 +29,7 @@ func checkOwn(path string, fi fs.FileInfo, uid int, ancestor bool) error {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil // a link's own mode means nothing; its folder is checked, and what it points to
 	case fi.Mode().Perm()&0o022 != 0 && !(ancestor && fi.Mode()&fs.ModeSticky != 0):
-		return fmt.Errorf("%w: %s is writable by %s (mode %04o): another user could change what is in it", ErrUnsafe, path, writers(fi.Mode()), fi.Mode().Perm())
+		return fmt.Errorf("%w: %s is writable by %s (mode %04o): another user could change what is in it", ErrUnsafe, path, openTo(fi.Mode().Perm()&0o022), fi.Mode().Perm())
 	}
 	return nil
-}
-
-func writers(m fs.FileMode) string {
-	switch {
-	case m&0o020 != 0 && m&0o002 != 0:
-		return "its group and everyone"
-	case m&0o020 != 0:
-		return "its group"
-	}
-	return "everyone"
 }

@@ -33,7 +33,8 @@ func checkSecret(f *os.File, fi fs.FileInfo, path, name string, uid int) error {
 	return nil
 }
 
-// openTo says who the group and other bits let in.
+// openTo says who the group and other bits of perm let in (to read or write, as perm
+// holds the bits of one or of both).
 func openTo(perm fs.FileMode) string {
 	switch {
 	case perm&0o070 != 0 && perm&0o007 != 0:
