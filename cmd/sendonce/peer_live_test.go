@@ -52,8 +52,10 @@ import (
 // after the file is chosen: send was pressed, nothing is stored. Dave uploads the same
 // bytes under the same name to localhost's http_file_share (16 MiB there), and sends
 // carol the link (body and jabber:x:oob), as soon as the delivery's bundle records the
-// send crossed; the delivery waits at send_pressed (SENDONCE_TEST_BARRIER_AT) until his
-// message has gone, so his item is on screen for every read after the send.
+// send crossed and Psi+'s message is closed; the delivery waits at send_pressed
+// (SENDONCE_TEST_BARRIER_AT) until his message has gone, so his item is on screen for
+// every read after the send. (A build without that hook, as before the change, looks
+// meanwhile: his item shows within its look all the same.)
 
 // peerName is the roster name the test bed gives dave@localhost (testbed/up, groups.txt).
 const peerName = "Dave Smith"
