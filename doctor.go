@@ -1,9 +1,12 @@
 package sendonce
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sendonce/sendonce/internal/clock"
 	"image"
 	"io/fs"
 	"os"
@@ -139,7 +142,7 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 	switch _, ran := check(out, "provider"); {
 	case ran:
 	case registry.Configured(ns, req.ProviderConfig, getenv):
-		add(doctorProvider(ctx, ns, req.Destination, req.ProviderConfig, getenv))
+		add(doctorProvider(ctx, ns, req.Destination, req.ProviderConfig, getenv, clock.Or(opt.Clock)()))
 	case req.Destination != "":
 		// Not a failure: a delivery needs no provider. But the destination was named,
 		// so say what its absence costs.
@@ -312,21 +315,22 @@ func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver
 	return "accessibility", nil, fmt.Sprintf("%s publishes %d nodes on screen (sendonce inspect --app %s prints them)", root.Name, n, p.App), ""
 }
 
-// doctorProvider logs in to the provider account and reads what a lookup would read:
-// the XMPP account's archive settings, the Matrix destination's room.
-func doctorProvider(ctx context.Context, ns, destination, config string, getenv func(string) string) (string, error, string, string) {
+// doctorProvider logs in to the provider account and reads what a lookup would read
+// over the hour before now (the workstation's clock): the XMPP account's archive and
+// upload service, the Matrix destination's room and media repository.
+func doctorProvider(ctx context.Context, ns, destination, config string, getenv func(string) string, now time.Time) (string, error, string, string) {
 	fix := "check the account file (--provider-config; docs/delivering.md names its fields) or the provider's SENDONCE_XMPP_* / SENDONCE_MATRIX_* variables; the server must be reachable"
 	p, err := registry.Open(ns, config, getenv)
 	if err != nil {
 		return "provider", err, "", fix
 	}
 	c, ok := p.(interface {
-		Check(ctx context.Context, destination string) (string, error)
+		Check(ctx context.Context, destination string, now time.Time) (string, error)
 	})
 	if !ok {
 		return "provider", errors.New("this provider cannot be checked"), "", fix
 	}
-	saw, err := c.Check(ctx, destination)
+	saw, err := c.Check(ctx, destination, now)
 	return "provider", err, saw, fix
 }
 

@@ -196,7 +196,7 @@ func recipientOf(room string, direct map[string][]string, dest string) string {
 // not encrypted; its history is walked over the last hour as a lookup walks it; and the
 // homeserver's media repository, where a lookup downloads a file's bytes, must answer
 // (its configuration, read with the account's token). It says what it saw.
-func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
+func (p *Provider) Check(ctx context.Context, destination string, now time.Time) (string, error) {
 	if err := p.cfg.check(); err != nil {
 		return "", err
 	}
@@ -237,7 +237,6 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 		case encrypted:
 			return "", fmt.Errorf("%s: room %s is encrypted: the lookup cannot read it, and would answer \"can't tell\" for every delivery there", saw, room)
 		}
-		now := time.Now()
 		hour := provider.Dispatch{FileName: "sendonce-doctor", From: now.Add(-time.Hour), Until: now}
 		if _, _, err := s.sentFiles(ctx, room, hour); err != nil {
 			return "", errors.New(p.redact(fmt.Sprintf("%s: room %s's history could not be read: %v", saw, room, err)))

@@ -305,7 +305,7 @@ func TestCheck(t *testing.T) {
 			if tc.name == "a wrong password" {
 				p.cfg.Password = "s3cret-pw"
 			}
-			saw, err := p.Check(context.Background(), tc.dest)
+			saw, err := p.Check(context.Background(), tc.dest, time.Now())
 			got := saw
 			if err != nil {
 				got = err.Error()

@@ -389,7 +389,7 @@ func (p *Provider) begin(ctx context.Context) (context.Context, context.CancelFu
 // allow_private_addresses). Nothing is uploaded: any HTTP answer there is a download
 // that reached the service. It says what it saw; an error names the setting to change.
 // The destination (an xmpp: id, or "") is not read: the archive is the account's own.
-func (p *Provider) Check(ctx context.Context, destination string) (string, error) {
+func (p *Provider) Check(ctx context.Context, destination string, now time.Time) (string, error) {
 	ctx, cancel, account, err := p.begin(ctx)
 	if err != nil {
 		return "", err
@@ -409,7 +409,6 @@ func (p *Provider) Check(ctx context.Context, destination string) (string, error
 	if !covers {
 		saw += " (" + why + ")"
 	}
-	now := time.Now()
 	w := window{From: now.Add(-time.Hour), Until: now}
 	res, err := sess.searchArchive(ctx, w)
 	if err != nil {

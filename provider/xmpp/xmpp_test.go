@@ -478,10 +478,10 @@ func TestLive(t *testing.T) {
 		if v.Confirm != nil || v.Pick != nil || !strings.Contains(v.Answer.Detail, "allow_private_addresses") || !v.Answer.Final {
 			t.Fatalf("want no pick, a detail naming allow_private_addresses, and a final answer: %+v", v)
 		}
-		if _, err := New(strict).Check(context.Background(), ""); err == nil || !strings.Contains(err.Error(), `"allow_private_addresses": true`) {
+		if _, err := New(strict).Check(context.Background(), "", time.Now()); err == nil || !strings.Contains(err.Error(), `"allow_private_addresses": true`) {
 			t.Fatalf("Check without allow_private_addresses: %v; want an error naming it", err)
 		}
-		saw, err := New(cfg).Check(context.Background(), "")
+		saw, err := New(cfg).Check(context.Background(), "", time.Now())
 		if err != nil || !strings.Contains(saw, "reached it") {
 			t.Fatalf("Check with allow_private_addresses: %q, %v; want a download that reached the upload service", saw, err)
 		}
