@@ -73,7 +73,7 @@ func TestLiveNhekoPeerCannotConfirmOurFailedSend(t *testing.T) {
 	live := &liveRun{t: t, store: r.store}
 	t.Cleanup(func() { r.keepWhatFailed(live.bundles) })
 
-	// Over 1 KiB, so that nheko shows its size as "1.46 KiB": a size such as "92 B", which
+	// Over 1 KiB, so that nheko shows its size as "1.465 KiB": a size such as "92 B", which
 	// OCR may read "92B", is one token, and was header-shaped under the one-token pattern
 	// before issue 43 (1), ending alice's header's reach for a reason of its own (measured).
 	hello, _ := r.write("peer-hello.txt", []byte(fmt.Sprintf("%-1499s\n", "sendonce nheko live test "+t.Name()+" at "+time.Now().String())))
