@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -16,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -348,58 +348,10 @@ func (r *nhekoRun) peerDeliver(ctx context.Context, room, file string, during fu
 	args := []string{"deliver", "--to", nhekoPeerRoom, "--dest-id", "matrix:" + room, "--file", file,
 		"--display", r.mx["NHEKO_DISPLAY"], "--staging", r.staging, "--store", r.store,
 		"--provider-config", r.providerConfig(), "--json"}
-	profile := false
-	for _, a := range extra {
-		profile = profile || a == "--profile"
-	}
-	if !profile {
+	if !slices.Contains(extra, "--profile") {
 		args = append(args, "--app", "nheko")
 	}
-	args = append(args, extra...)
-	cmd := exec.CommandContext(ctx, self(r.t), args...)
-	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), liveEnv...)
-	barrier := r.t.TempDir()
-	if during != nil {
-		cmd.Env = append(cmd.Env, "SENDONCE_TEST_BARRIER_AT=send_pressed", "SENDONCE_TEST_BARRIER_DIR="+barrier, "SENDONCE_TEST_BARRIER_N=2")
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	evidenceDir := filepath.Join(filepath.Dir(r.store), "evidence")
-	bundlesBefore := dirNames(evidenceDir)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	release := func() { _ = os.WriteFile(filepath.Join(barrier, "test"), nil, 0o600) }
-	ended := false
-	defer func() {
-		if !ended { // the test failed on the way: let the delivery finish before its folders go
-			release()
-			<-done
-		}
-	}()
-	if during != nil {
-		if err := waitSendCrossed(ctx, evidenceDir, bundlesBefore, done); err != nil {
-			r.t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), tail(errb.String(), 20))
-		}
-		during()
-		release() // the delivery goes on to look for its sent item
-	}
-	err := <-done
-	ended = true
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		r.t.Fatalf("deliver %s: %v\nstderr: %s", filepath.Base(file), err, tail(errb.String(), 20))
-	}
-	code := cmd.ProcessState.ExitCode()
-	if out.Len() == 0 {
-		r.t.Fatalf("deliver %s exited %d and printed nothing\nstderr: %s", filepath.Base(file), code, tail(errb.String(), 20))
-	}
-	m := decode(r.t, out.String())
-	r.t.Logf("deliver --to %q %s: exit %d in %v: outcome %v", nhekoPeerRoom, filepath.Base(file), code, time.Since(start).Round(time.Millisecond), m["outcome"])
-	return m, code
+	return heldDeliver(ctx, r.t, r.store, append(args, extra...), during)
 }
 
 // keepWhatFailed, when the test failed, keeps a screenshot of nheko's display and the

@@ -159,20 +159,31 @@ func (l *liveRun) peerDeliver(ctx context.Context, file string, during func(), e
 	if !slices.Contains(extra, "--profile") {
 		args = append(args, "--app", l.app.name)
 	}
-	args = append(args, extra...)
-	cmd := exec.CommandContext(ctx, self(l.t), args...)
+	m, code := heldDeliver(ctx, l.t, l.store, append(args, extra...), during)
+	l.noteBundle(m)
+	return m, code
+}
+
+// heldDeliver runs deliver with args as a real process and returns what it printed and
+// its exit code. With during set, the process waits at send_pressed (the barrier test
+// hook) while during runs, which starts once the bundle in the store's evidence folder
+// records the send crossed: a peer's answer lands, deterministically, while the
+// delivery looks for its sent item.
+func heldDeliver(ctx context.Context, t *testing.T, store string, args []string, during func()) (map[string]any, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, self(t), args...)
 	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), liveEnv...)
-	barrier := l.t.TempDir()
+	barrier := t.TempDir()
 	if during != nil {
 		cmd.Env = append(cmd.Env, "SENDONCE_TEST_BARRIER_AT=send_pressed", "SENDONCE_TEST_BARRIER_DIR="+barrier, "SENDONCE_TEST_BARRIER_N=2")
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	evidenceDir := filepath.Join(filepath.Dir(l.store), "evidence")
+	evidenceDir := filepath.Join(filepath.Dir(store), "evidence")
 	bundlesBefore := dirNames(evidenceDir)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		l.t.Fatal(err)
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -184,9 +195,10 @@ func (l *liveRun) peerDeliver(ctx context.Context, file string, during func(), e
 			<-done
 		}
 	}()
+	file := args[slices.Index(args, "--file")+1]
 	if during != nil {
 		if err := waitSendCrossed(ctx, evidenceDir, bundlesBefore, done); err != nil {
-			l.t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), tail(errb.String(), 20))
+			t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), tail(errb.String(), 20))
 		}
 		during()
 		release() // the delivery goes on to look for its sent item
@@ -195,15 +207,14 @@ func (l *liveRun) peerDeliver(ctx context.Context, file string, during func(), e
 	ended = true
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		l.t.Fatalf("deliver %s: %v\nstderr: %s", filepath.Base(file), err, tail(errb.String(), 20))
+		t.Fatalf("deliver %s: %v\nstderr: %s", filepath.Base(file), err, tail(errb.String(), 20))
 	}
 	code := cmd.ProcessState.ExitCode()
 	if out.Len() == 0 {
-		l.t.Fatalf("deliver %s exited %d and printed nothing\nstderr: %s", filepath.Base(file), code, tail(errb.String(), 20))
+		t.Fatalf("deliver %s exited %d and printed nothing\nstderr: %s", filepath.Base(file), code, tail(errb.String(), 20))
 	}
-	m := decode(l.t, out.String())
-	l.noteBundle(m)
-	l.t.Logf("deliver --to %q %s: exit %d in %v: outcome %v", peerName, filepath.Base(file), code, time.Since(start).Round(time.Millisecond), m["outcome"])
+	m := decode(t, out.String())
+	t.Logf("deliver --to %q %s: exit %d in %v: outcome %v", args[slices.Index(args, "--to")+1], filepath.Base(file), code, time.Since(start).Round(time.Millisecond), m["outcome"])
 	return m, code
 }
 
