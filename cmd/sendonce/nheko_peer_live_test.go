@@ -84,7 +84,7 @@ func TestLiveNhekoPeerCannotConfirmOurFailedSend(t *testing.T) {
 	}
 
 	// A name of this run's own, short enough for nheko's upload bar (name_shown_chars).
-	name := fmt.Sprintf("echo-%06d.bin", time.Now().UnixNano()/1e3%1e6)
+	name := fmt.Sprintf("echo-%s.bin", ocrSafeSuffix(6))
 	content, _ := bigFile(t) // 10 MiB + 4 KiB: over Dendrite's 10 MiB
 	path, _ := r.write(name, content)
 	nhekoLog := filepath.Join(filepath.Dir(r.mx["NHEKO_HOME"]), "run", "nheko.out")

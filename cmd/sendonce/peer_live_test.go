@@ -93,7 +93,7 @@ func TestLivePeerCannotConfirmOurFailedSend(t *testing.T) {
 				extra = append(extra, "--provider-config", l.providerConfig())
 			}
 			// A name of this run's own: Psi+ shows a reopened chat's history.
-			name := fmt.Sprintf("peer-echo-%s-%d.bin", c.name, time.Now().UnixNano()/1e6%1e6)
+			name := fmt.Sprintf("peer-echo-%s-%s.bin", c.name, ocrSafeSuffix(6))
 			content, sum := bigFile(t)
 			path := filepath.Join(l.dir, name)
 			if err := os.WriteFile(path, content, 0o644); err != nil {
@@ -482,4 +482,18 @@ func psiTabsWindow(display, title string) string {
 		}
 	}
 	return ""
+}
+
+// ocrSafeSuffix is n letters that make a file name this run's own and that OCR reads
+// back reliably: a run of digits was once read with a slash in it ("5535/7"), which
+// split the name and hid the peer's item from the look.
+func ocrSafeSuffix(n int) string {
+	const letters = "abcdefghjkmnpqrstuvwxyz" // no i, l, o: read as 1 and 0
+	v := uint64(time.Now().UnixNano())
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = letters[v%uint64(len(letters))]
+		v /= uint64(len(letters))
+	}
+	return string(out)
 }

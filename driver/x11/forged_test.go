@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -397,5 +398,15 @@ func TestTreeSourcesRootWindowOnly(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %q: %v", want, err)
 		}
+	}
+	// A bus whose server cannot be read from here (its socket out of this user's reach:
+	// the barrier deployment's service user, neither root nor the app's) is no sign of
+	// another's bus: the tree is unavailable, OCR reads in its place, nothing is read
+	// from it. (It was ErrUntrusted, and every delivery through the service stopped.)
+	gone := "unix:path=" + filepath.Join(t.TempDir(), "no-such-bus")
+	d.x.set(d.x.root, "AT_SPI_BUS", "STRING", []byte(gone))
+	_, n, err = findAndRead(t, d)
+	if !errors.Is(err, atspi.ErrUnavailable) || errors.Is(err, atspi.ErrUntrusted) || n != nil {
+		t.Fatalf("AT_SPI_BUS naming a bus that cannot be reached: %q, %v; want ErrUnavailable and nothing read", label0(n), err)
 	}
 }

@@ -26,6 +26,10 @@ var ErrSourcesDisagree = errors.New("the accessibility bus's sources disagree")
 // the display can write, and the bus it names cannot be shown to be the app's user's.
 var ErrUntrusted = errors.New("the accessibility bus cannot be trusted")
 
+// errServerUnknown: who serves a bus could not be read (its socket cannot be reached
+// from here): no sign of another's bus, and nothing to read from it either.
+var errServerUnknown = errors.New("who serves the bus could not be read")
+
 // Located is where an app's accessibility bus was found, and by which source.
 type Located struct {
 	Address string `json:"address"`
@@ -93,9 +97,15 @@ func locate(ctx context.Context, display string, pid int, proc string) (Located,
 	case rootErr == nil:
 		uid, err := processUID(proc, pid)
 		if err != nil {
-			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s, and process %d's session bus could not be asked (%v), nor its user read (%v): nothing was read", ErrUntrusted, display, root, pid, sessionErr, err)
+			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s, and process %d's session bus could not be asked (%v), nor its user read (%v): nothing was read", ErrUnavailable, display, root, pid, sessionErr, err)
 		}
-		if err := servedBy(ctx, root, uid); err != nil {
+		if err := servedBy(ctx, root, uid); errors.Is(err, errServerUnknown) {
+			// Nothing says the bus is another's, and nothing can be read from a bus this
+			// process cannot reach: the tree is missing, not forged (a service user
+			// that is neither root nor the app's: the barrier deployment).
+			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s, process %d's session bus could not be asked (%v), and %v: nothing was read (run sendonce as the app's user, or as root, to read its tree)",
+				ErrUnavailable, display, root, pid, sessionErr, err)
+		} else if err != nil {
 			return Located{}, fmt.Errorf("%w: the root window of display %s names the accessibility bus %s (AT_SPI_BUS, which any program on the display can write), process %d's session bus could not be asked (%v), and %v: nothing was read. Check what set the property (xprop -root AT_SPI_BUS) and restart the app's session; running sendonce as the app's user lets its session bus answer",
 				ErrUntrusted, display, root, pid, sessionErr, err)
 		}
@@ -182,7 +192,7 @@ func servedBy(ctx context.Context, address string, uid uint32) error {
 	}
 	peer, err := socketPeerUID(ctx, socket)
 	if err != nil {
-		return fmt.Errorf("who serves the bus could not be read: %v", err)
+		return fmt.Errorf("%w: %v", errServerUnknown, err)
 	}
 	if peer != uid {
 		return fmt.Errorf("the bus is served by user %d, not by the app's user %d", peer, uid)
