@@ -41,6 +41,15 @@ func TestScenarios(t *testing.T) {
 			if run.app != gajimApp.name {
 				r.Fixtures = filepath.Join(td, "fixtures", run.app)
 			}
+			if run.app == psiApp.name {
+				// Psi+'s mark of our side is one a peer can produce (it renders a
+				// contact's coloured text), so its screen confirms nothing and its
+				// recorded deliveries replay as unknown. The policy suite is about the
+				// gate, not the mark: it replays them as a user who turned contacts'
+				// formatting off would run them, with a profile of their own that says
+				// the mark is the app's alone.
+				r.Env = append(r.Env, "XDG_CONFIG_HOME="+appOnlyProfile(t, run.app))
+			}
 			if kind == "postgres" {
 				r.Env = append(r.Env, "SENDONCE_STATE_DIR="+t.TempDir())
 				r.Store = func(string) (string, error) { return newPostgresDatabase(t), nil }
@@ -187,3 +196,30 @@ func cutCommits(p *pgtest.Proxy, d time.Duration) int {
 	p.Arm(pgtest.Pass)
 	return p.Hits() - before
 }
+
+// appOnlyProfile writes, in a new config folder, the built-in profile of app with
+// confirm.mark app_only, where `sendonce` finds a user's profiles first
+// (XDG_CONFIG_HOME/sendonce/profiles/APP.json); it returns the folder.
+func appOnlyProfile(t *testing.T, app string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../driver/profiles", app+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["confirm"].(map[string]any)["mark"] = "app_only"
+	config := t.TempDir()
+	dir := filepath.Join(config, "sendonce", "profiles")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(p)
+	if err := os.WriteFile(filepath.Join(dir, app+".json"), out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
