@@ -222,4 +222,3 @@ func appOnlyProfile(t *testing.T, app string) string {
 	}
 	return config
 }
-
