@@ -92,7 +92,7 @@ func TestLiveNhekoPeerCannotConfirmOurFailedSend(t *testing.T) {
 	m, code = r.peerDeliver(ctx, room, path, func() {
 		r.waitUploadFailed(nhekoLog, name)
 		echo = r.peerSendsFile(room, name, int64(len(content)))
-	}, "--profile", r.bigNhekoProfile(), "--sent-item-timeout", "5s")
+	}, "--profile", editedProfile(r.t, "nheko", filepath.Join(r.dir, "nheko-16mib.json"), func(p map[string]any) { p["upload_limit_bytes"] = 16 << 20 }), "--sent-item-timeout", "5s")
 	live.noteBundle(m)
 	t.Logf("Bob Smith sent back %s as event %s", name, echo)
 	t.Logf("the delivery's reasons:\n%s", describe(map[string]any{"reasons": m["reasons"]}))
@@ -314,29 +314,6 @@ func (r *nhekoRun) roomFiles(room string) map[string]map[string]int {
 	}
 	r.t.Fatal("the room's history did not end within 50 pages")
 	return nil
-}
-
-// bigNhekoProfile writes a copy of the nheko profile (this tree's) whose upload limit is
-// 16 MiB, so that sendonce lets a file over Dendrite's limit reach nheko.
-func (r *nhekoRun) bigNhekoProfile() string {
-	r.t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "driver", "profiles", "nheko.json"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal(b, &p); err != nil {
-		r.t.Fatal(err)
-	}
-	p["upload_limit_bytes"] = 16 << 20
-	if b, err = json.MarshalIndent(p, "", "  "); err != nil {
-		r.t.Fatal(err)
-	}
-	path := filepath.Join(r.dir, "nheko-16mib.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	return path
 }
 
 // peerDeliver runs one delivery to the test's room (--to its title, --dest-id its id,

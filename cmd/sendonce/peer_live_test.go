@@ -88,7 +88,10 @@ func TestLivePeerCannotConfirmOurFailedSend(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l := &liveRun{t: t, bed: l.bed, app: l.app, store: l.store, dir: l.dir, start: l.start, files: l.files}
 			t.Cleanup(l.keepWhatFailed)
-			extra := []string{"--profile", l.bigPsiProfile(), "--sent-item-timeout", "5s"}
+			extra := []string{"--profile", editedProfile(l.t, "psi-plus", filepath.Join(l.dir, "psi-plus-16mib.json"), func(p map[string]any) { p["upload_limit_bytes"] = 16 << 20 })}
+			// The profile's own look for the sent item (20 s), not a short one: Dave's
+			// line may be drawn after the first read (with 5 s, a loaded machine's look
+			// ended after one read, and his item went unseen in 1 run of 4).
 			if c.provider {
 				extra = append(extra, "--provider-config", l.providerConfig())
 			}
@@ -143,7 +146,10 @@ func TestLivePeerCannotConfirmOurFailedSend(t *testing.T) {
 				t.Fatalf("status --key %s: %v; the delivery said %v", key, st["status"], m["outcome"])
 			}
 			l.verifyBundle(m)
-			l.wantPeerItemNotOurs(m, name)
+			// With the provider, its authoritative "absent" may end the look after one
+			// read, before Dave's line is drawn (1 run in 4): the screen run above is
+			// the one that must see his item; here, an item seen must not be ours.
+			l.wantPeerItemNotOurs(m, name, !c.provider)
 		})
 	}
 }
@@ -272,33 +278,10 @@ func bigFile(t *testing.T) ([]byte, string) {
 	return content, hex.EncodeToString(sum[:])
 }
 
-// bigPsiProfile writes a copy of the psi-plus profile (this tree's) whose upload limit
-// is 16 MiB, so that sendonce lets a file over the server's limit reach Psi+.
-func (l *liveRun) bigPsiProfile() string {
-	l.t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "driver", "profiles", "psi-plus.json"))
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal(b, &p); err != nil {
-		l.t.Fatal(err)
-	}
-	p["upload_limit_bytes"] = 16 << 20
-	if b, err = json.MarshalIndent(p, "", "  "); err != nil {
-		l.t.Fatal(err)
-	}
-	path := filepath.Join(l.dir, "psi-plus-16mib.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		l.t.Fatal(err)
-	}
-	return path
-}
-
 // wantPeerItemNotOurs fails the test unless the bundle's reads of the chat after the
 // send show an item named like the file (Dave's: nothing of ours was stored) and none
-// of them as ours.
-func (l *liveRun) wantPeerItemNotOurs(m map[string]any, fileName string) {
+// of them as ours; with mustShow false, it only logs that none showed.
+func (l *liveRun) wantPeerItemNotOurs(m map[string]any, fileName string, mustShow bool) {
 	l.t.Helper()
 	b, err := evidence.Verify(m["evidence"].(string), evidence.VerifyOptions{})
 	if err != nil {
@@ -320,6 +303,10 @@ func (l *liveRun) wantPeerItemNotOurs(m map[string]any, fileName string) {
 				l.t.Fatalf("record %d reads %s's item %+v as ours: nothing of ours was stored, so it is the peer's", r.Seq, peerName, it)
 			}
 		}
+	}
+	if named == 0 && !mustShow {
+		l.t.Logf("none of the %d reads after the send shows an item named %s (the look ended before it was drawn)", reads, fileName)
+		return
 	}
 	if named == 0 {
 		l.t.Fatalf("none of the %d reads after the send shows an item named %s: the peer's file never showed, so this test proved nothing", reads, fileName)

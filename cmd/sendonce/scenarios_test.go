@@ -202,7 +202,20 @@ func cutCommits(p *pgtest.Proxy, d time.Duration) int {
 // (XDG_CONFIG_HOME/sendonce/profiles/APP.json); it returns the folder.
 func appOnlyProfile(t *testing.T, app string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../driver/profiles", app+".json"))
+	config := t.TempDir()
+	dir := filepath.Join(config, "sendonce", "profiles")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	editedProfile(t, app, filepath.Join(dir, app+".json"), func(p map[string]any) { p["confirm"].(map[string]any)["mark"] = "app_only" })
+	return config
+}
+
+// editedProfile writes to path this tree's built-in profile of app with edit applied
+// (a field a test needs otherwise), and returns path.
+func editedProfile(t *testing.T, app, path string, edit func(map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "driver", "profiles", app+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,15 +223,12 @@ func appOnlyProfile(t *testing.T, app string) string {
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}
-	p["confirm"].(map[string]any)["mark"] = "app_only"
-	config := t.TempDir()
-	dir := filepath.Join(config, "sendonce", "profiles")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	edit(p)
+	if b, err = json.MarshalIndent(p, "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.Marshal(p)
-	if err := os.WriteFile(filepath.Join(dir, app+".json"), out, 0o600); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return config
+	return path
 }
