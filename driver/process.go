@@ -17,7 +17,20 @@ func ProcessName(pid int) string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
+	return nameFromCmdline(b)
+}
+
+// nameFromCmdline is ProcessName of a process whose /proc/PID/cmdline is b.
+func nameFromCmdline(b []byte) string {
 	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(args) == 1 && strings.Contains(args[0], " ") {
+		// Chromium and Electron rewrite their command line as one string, words
+		// joined by spaces ("/usr/lib/chromium/chromium --type=renderer ..."): the
+		// program is its first word, unless the whole string names a file.
+		if _, err := os.Stat(args[0]); err != nil {
+			args = strings.Fields(args[0])
+		}
+	}
 	if strings.HasPrefix(path.Base(args[0]), "python") {
 		for _, a := range args[1:] {
 			if !strings.HasPrefix(a, "-") {

@@ -47,3 +47,20 @@ func TestProcessCredentialsOfThisProcess(t *testing.T) {
 		t.Fatalf("credentials %+v; this process runs as uid %d gid %d", c, os.Geteuid(), os.Getegid())
 	}
 }
+
+func TestNameFromCmdline(t *testing.T) {
+	for _, tc := range []struct{ cmdline, want string }{
+		{"/usr/bin/psi-plus\x00", "psi-plus"},
+		{"/usr/bin/python3\x00-X\x00/usr/bin/gajim\x00--config-path\x00/x\x00", "gajim"},
+		// Chromium's browser process, its command line rewritten as one string: the
+		// last word's base ("index.html" of --app=http://…/index.html) is not its name.
+		{"/usr/lib/chromium/chromium --user-data-dir=/p --app=http://localhost:1/converse/index.html\x00\x00\x00", "chromium"},
+		{"/opt/Slack/slack --type=renderer --lang=en-US\x00", "slack"},
+		// One argument with a space that names a file stays whole.
+		{"/\x00", "/"},
+	} {
+		if got := nameFromCmdline([]byte(tc.cmdline)); got != tc.want {
+			t.Errorf("nameFromCmdline(%q) = %q, want %q", tc.cmdline, got, tc.want)
+		}
+	}
+}

@@ -366,8 +366,10 @@ type Step struct {
 	// the middle of the one that does. On wait_text, click_text and wait_gone it is read
 	// in place of the step's text, and on click_offset and hover_offset the node's middle
 	// is where they act, where the app's tree answered when the delivery began; the
-	// step's OCR fields or offset are its fallback. E.g. the chooser's Open button once it
-	// can be pressed:
+	// step's OCR fields or offset are its fallback. On wait_node, wait_node_gone and
+	// click_node, a region narrows the nodes to those whose middle shows inside it: a web
+	// page names many controls alike (a "Menu" button on every row). E.g. the chooser's
+	// Open button once it can be pressed:
 	//
 	//	{"name": "wait for Open", "do": "wait_node", "class": "safe", "timeout": "5s",
 	//	 "node": {"role": "push button", "name": "Open", "states": ["sensitive"],

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -210,10 +211,12 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	// tree without the main window's, or a completion popup's), where that ancestor is
 	// a window; else the app's main window.
 	windows := &atspi.Match{Name: r.window.Title}
-	for u := m.Under; u != nil; u = u.Under {
-		if topLevelRoles[strings.ToLower(u.Role)] {
-			windows = u
-		}
+	outer := m.Under
+	for outer != nil && outer.Under != nil {
+		outer = outer.Under
+	}
+	if outer != nil && topLevelRoles[strings.ToLower(outer.Role)] {
+		windows = outer // a dialog inside a web page, under its "document web", is no window
 	}
 	// The step's timeout bounds how long the app may take to show the node, not how long
 	// one read of its tree may take: a read begun within it is let finish (up to
@@ -229,6 +232,15 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 		}
 		if err == nil {
 			last = m.Find(tree)
+			if s.Region != nil && nodeStepsInRegion[s.Do] {
+				// A page names many controls alike (every "Menu" of a web app's list):
+				// the step's region says which, by where each shows.
+				area, aerr := r.region(ctx, Step{Region: s.Region, Window: s.Window})
+				if aerr != nil {
+					return nil, aerr
+				}
+				last = slices.DeleteFunc(last, func(n *atspi.Node) bool { e := drawn(n); return e == nil || !centre(*e).In(area) })
+			}
 			if present && len(last) == 1 || !present && len(last) == 0 {
 				res.Target = nodeTarget(tree, last)
 				if present {
@@ -260,6 +272,10 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 		sleep(ctx, min(treePoll, deadline.Sub(r.now())))
 	}
 }
+
+// nodeStepsInRegion are the steps whose region, where they have one, narrows the nodes
+// they match to those whose middle shows inside it.
+var nodeStepsInRegion = map[string]bool{"wait_node": true, "wait_node_gone": true, "click_node": true}
 
 // drawn is where a node shows on screen: its extents, less what a scrolled view around
 // it clips away (nil without extents).

@@ -43,7 +43,7 @@ TB_LOCK=$TESTBED_DIR/.lock
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TB_LOGS=$TESTBED_DIR/logs
 # The subfolders up creates and down removes (logs/ is kept on purpose).
-TB_RUNTIME_PARTS=(tls openbox prosody gajim ws2 psi xauth staging state.env)
+TB_RUNTIME_PARTS=(tls openbox prosody gajim ws2 psi xauth staging state.env converse)
 
 # Prefix for CA files added to the system trust store; down only removes files
 # named like this, and only the one recorded in the state file.

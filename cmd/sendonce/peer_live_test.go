@@ -473,9 +473,10 @@ func psiTabsWindow(display, title string) string {
 
 // ocrSafeSuffix is n letters that make a file name this run's own and that OCR reads
 // back reliably: a run of digits was once read with a slash in it ("5535/7"), which
-// split the name and hid the peer's item from the look.
+// split the name and hid the peer's item from the look; and Psi+ underlines a link,
+// which cuts a descender's tail: "uzmqdn" was read "uzmadn" and the item went unseen.
 func ocrSafeSuffix(n int) string {
-	const letters = "abcdefghjkmnpqrstuvwxyz" // no i, l, o: read as 1 and 0
+	const letters = "abcdefhkmnrstuvwxz" // no i, l, o (read as 1 and 0); no g, j, p, q, y (the underline cuts them)
 	v := uint64(time.Now().UnixNano())
 	out := make([]byte, n)
 	for i := range out {

@@ -309,8 +309,8 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 	// once): the app answers them one after the other, without a round trip between.
 	var count atomic.Int64
 	slots := make(chan struct{}, snapshotCalls)
-	var read func(r Ref, depth int, clip *Box) (*Node, error)
-	read = func(r Ref, depth int, clip *Box) (*Node, error) {
+	var read func(r Ref, depth int, clip *Box, inPage bool) (*Node, error)
+	read = func(r Ref, depth int, clip *Box, inPage bool) (*Node, error) {
 		if count.Add(1) > int64(l.Nodes) {
 			return nil, fmt.Errorf("%w: more than %d nodes", ErrTooBig, l.Nodes)
 		}
@@ -329,11 +329,21 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			if clip != nil {
 				v = v.intersect(*clip)
 			}
-			n.Visible, clip = &v, &v
+			n.Visible = &v
+			// Inside a web page, an element's box clips nothing: HTML lets content
+			// overflow its box (a menu drawn below its 24-pixel button, a page held by
+			// a box of height 0), and the browser says itself, by the showing state,
+			// what a scrolled view hides. The page's own box (the document) clips.
+			if !inPage && !e.empty() {
+				clip = &v
+			}
+		}
+		if isDocument(n.Role) {
+			inPage = true
 		}
 		if l.ShowingOnly && depth > 0 && !n.Has("showing") && !(l.ThroughViewports && n.readThrough()) || depth == 1 && l.Windows != nil && !l.Windows.self(n) ||
 			depth > 1 && l.ShowingOnly && n.Visible != nil && n.Visible.empty() && !n.Extents.empty() ||
-			depth > 1 && l.Within != nil && n.Visible != nil && !n.Visible.meets(*l.Within) {
+			depth > 1 && l.Within != nil && n.Visible != nil && !n.Extents.empty() && !n.Visible.meets(*l.Within) {
 			return nil, nil
 		}
 		if len(kids) > 0 && depth+1 > l.Depth {
@@ -343,7 +353,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		reads := make([]func() error, len(kids))
 		for i, k := range kids {
 			reads[i] = func() (err error) {
-				children[i], err = read(k, depth+1, clip)
+				children[i], err = read(k, depth+1, clip, inPage)
 				return err
 			}
 		}
@@ -357,11 +367,21 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		}
 		return n, nil
 	}
-	n, err := read(root, 0, nil)
+	n, err := read(root, 0, nil, false)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("reading the accessibility tree: the app did not answer within %v: %w", l.Time, context.Cause(ctx))
 	}
 	return n, err
+}
+
+// isDocument says whether a role is a web page's: Chromium's and Firefox's
+// "document web", and AT-SPI's other document roles.
+func isDocument(role string) bool {
+	switch strings.ToLower(role) {
+	case "document web", "document frame", "document text":
+		return true
+	}
+	return false
 }
 
 // unplaced: GTK 3 gives G_MININT as the position of a widget it cannot place on screen.
