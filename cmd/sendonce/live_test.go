@@ -210,6 +210,9 @@ type liveApp struct {
 var (
 	gajimApp = liveApp{name: "gajim", displayKey: "DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
 	psiApp   = liveApp{name: "psi-plus", displayKey: "PSI_DISPLAY", uploadKey: "PSI_UPLOAD_DIR", jidKey: "PSI_JID", passwordKey: "PSI_PASSWORD", providerConfirms: true}
+	// Converse.js, a web client, in Chromium (alice again, as resource converse.testbed):
+	// its author line is one any peer's message draws alike, so the provider confirms.
+	converseApp = liveApp{name: "converse", displayKey: "CONVERSE_DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD", providerConfirms: true}
 	// The second workstation's Gajim (alice again), started without its accessibility
 	// bridge (NO_AT_BRIDGE=1): it publishes no tree.
 	bridgelessGajimApp = liveApp{name: "gajim", displayKey: "WS2_DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD"}
@@ -610,7 +613,7 @@ func TestLiveProviderConfirmsBesideTheLook(t *testing.T) {
 // verified delivery is refused as consumed at its claim (no attempt of its own: it never
 // touches the desktop), and the server still holds exactly one copy.
 func TestLiveSecondRunRefused(t *testing.T) {
-	for _, app := range []liveApp{gajimApp, psiApp} {
+	for _, app := range []liveApp{gajimApp, psiApp, converseApp} {
 		t.Run(app.name, func(t *testing.T) {
 			l := newLiveWith(t, app)
 			file, sum := l.file("again.txt")
@@ -645,7 +648,7 @@ func TestLiveSecondRunRefused(t *testing.T) {
 // Bobby to open): the delivery stops before any boundary,
 // not_sent, with no crossing in the store and nothing uploaded.
 func TestLiveWrongTitleTouchesNoBoundary(t *testing.T) {
-	for _, app := range []liveApp{gajimApp, psiApp} {
+	for _, app := range []liveApp{gajimApp, psiApp, converseApp} {
 		t.Run(app.name, func(t *testing.T) {
 			l := newLiveWith(t, app)
 			file, sum := l.file("wrong.txt")

@@ -75,10 +75,10 @@ func TestLiveTreeReadGatesTheChoice(t *testing.T) {
 
 // TestLiveNamesInTheirOwnScripts: a contact whose roster name is Chinese and a file
 // whose name is Chinese, and a name with an accent and an emoji, are each delivered
-// once through Gajim (GTK) and through Psi+ (Qt): sent_verified, one copy on the
+// once through Gajim (GTK), Psi+ (Qt) and Converse.js (Chromium): sent_verified, one copy on the
 // server; the same delivery again is refused.
 func TestLiveNamesInTheirOwnScripts(t *testing.T) {
-	for _, app := range []liveApp{gajimApp, psiApp} {
+	for _, app := range []liveApp{gajimApp, psiApp, converseApp} {
 		for _, c := range []struct {
 			name, to, destID, file string
 		}{
@@ -106,12 +106,17 @@ func TestLiveNamesInTheirOwnScripts(t *testing.T) {
 	}
 }
 
-// TestLiveLookAlikeTitle: `deliver --to Bob` whose address opens the conversation of
+// TestLiveLookAlikeTitle, through Gajim and Converse.js: `deliver --to Bob` whose address opens the conversation of
 // Воb (a contact whose В and о are Cyrillic, drawn as Bob's letters) stops not_sent
 // before anything is chosen: the app's tree says Воb, whatever OCR reads, and the
 // evidence holds both readings.
 func TestLiveLookAlikeTitle(t *testing.T) {
-	l := newLive(t)
+	for _, app := range []liveApp{gajimApp, converseApp} {
+		t.Run(app.name, func(t *testing.T) { lookAlikeTitle(t, newLiveWith(t, app)) })
+	}
+}
+
+func lookAlikeTitle(t *testing.T, l *liveRun) {
 	file, sum := l.file("look-alike.txt")
 	before := uploads(t, l.uploadDir())
 	m, code, _ := l.deliver(file, "Bob", "--dest-id", "xmpp:vob@localhost")
