@@ -239,7 +239,12 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 				if aerr != nil {
 					return nil, aerr
 				}
-				last = slices.DeleteFunc(last, func(n *atspi.Node) bool { e := drawn(n); return e == nil || !centre(*e).In(area) })
+				// A node without a box is in no region, but still there for a wait for
+				// none to show: that wait fails closed.
+				last = slices.DeleteFunc(last, func(n *atspi.Node) bool {
+					e := drawn(n)
+					return e == nil && present || e != nil && !centre(*e).In(area)
+				})
 			}
 			if present && len(last) == 1 || !present && len(last) == 0 {
 				res.Target = nodeTarget(tree, last)

@@ -334,7 +334,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 			// overflow its box (a menu drawn below its 24-pixel button, a page held by
 			// a box of height 0), and the browser says itself, by the showing state,
 			// what a scrolled view hides. The page's own box (the document) clips.
-			if !inPage && !e.empty() {
+			if !inPage {
 				clip = &v
 			}
 		}
