@@ -2,6 +2,7 @@ package sendonce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,8 +15,10 @@ import (
 // steps of a profile that read it (Deliverer.OpenTree): each app's bus found at its
 // first read by atspi.Locate (the app's session bus, weighed against the bus the
 // display's root window names: sources that disagree stop the read), connected then,
-// and closed by the returned func. A display without one costs nothing until a step
-// reads it, which then stops, naming what to install or set.
+// and closed by the returned func; each app is asked for its tree at its first read
+// (atspi.AskForTree: a Chromium-built app shows its pages only when asked). A display
+// without one costs nothing until a step reads it, which then stops, naming what to
+// install or set.
 func OpenAccessibility(_ context.Context, display string) (driver.Tree, func()) {
 	t := &accessibility{display: display, located: map[int]string{}, buses: map[string]*atspi.Bus{}, apps: map[int]atspi.App{}}
 	return t, t.close
@@ -26,12 +29,16 @@ type accessibility struct {
 	mu      sync.Mutex
 	located map[int]string        // each process's accessibility bus's address, by process id
 	buses   map[string]*atspi.Bus // by address
-	apps    map[int]atspi.App     // by process id
+	apps    map[int]atspi.App     // by process id, each asked for its tree (AskForTree) once found
 }
 
 // snapshotTime bounds one read of an app's tree when the read's scope does not (a
 // step's wait gives its reads longer).
 const snapshotTime = 5 * time.Second
+
+// askTime bounds how long an app asked for its tree (a Chromium-built one: its pages'
+// trees come only when asked) may take to show a page, within the read's own bound.
+const askTime = 5 * time.Second
 
 // snapshotLimits are the bounds of one read of an app's tree in scope.
 func snapshotLimits(scope driver.TreeScope) atspi.Limits {
@@ -54,6 +61,9 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.Tree
 		if app, err = bus.Application(ctx, uint32(pid)); err != nil {
 			return nil, err
 		}
+		if err := bus.AskForTree(ctx, app, askTime); err != nil {
+			return nil, err
+		}
 		t.apps[pid] = app
 	}
 	n, err := bus.Snapshot(ctx, app.Ref, snapshotLimits(scope))
@@ -68,6 +78,9 @@ func (t *accessibility) bus(ctx context.Context, pid int) (*atspi.Bus, error) {
 	addr, ok := t.located[pid]
 	if !ok {
 		loc, err := atspi.Locate(ctx, t.display, pid)
+		if err != nil && errors.Is(err, atspi.ErrUnavailable) && atspi.IsChromium("/proc", pid) {
+			return nil, fmt.Errorf("%w; the app is Chromium-built: %s", err, atspi.ChromiumFix)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -299,6 +299,10 @@ func doctorOCR(ctx context.Context, drv driver.Driver, desk Desktop, p *driver.P
 // missing tree is said, not failed.
 func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver.Window) (string, error, string, string) {
 	fix := "GTK 3 apps: install Debian's libatk-adaptor and start the app without NO_AT_BRIDGE=1; Qt apps: set QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 and have the session's accessibility bus (at-spi2-core) running before the app starts"
+	if atspi.IsChromium("/proc", w.PID) {
+		fix = "Chromium-built apps (Chromium, Chrome, Electron): " + atspi.ChromiumFix
+	}
+	// The read asks the app for its tree as a delivery's does (atspi.AskForTree).
 	tree, closeTree := OpenAccessibility(ctx, display)
 	defer closeTree()
 	root, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{})

@@ -51,6 +51,10 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	return res, desktopUnavailable(err)
 }
 
+// inspectAskTime bounds how long inspect waits for an app asked for its tree to show a
+// page (atspi.AskForTree).
+const inspectAskTime = 5 * time.Second
+
 func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResult, error) {
 	match, err := req.process(opt)
 	if err != nil {
@@ -97,8 +101,12 @@ func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 		seen = append(seen, fmt.Sprintf("%s (%s, pid %d)", a.Name, driver.ProcessName(int(a.PID)), a.PID))
 	}
 	if app == nil {
-		return InspectResult{}, fmt.Errorf("%w: no such application on the accessibility bus %s; registered: %s (a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1)",
-			atspi.ErrUnavailable, addr, strings.Join(seen, ", "))
+		why := "a GTK 3 app needs Debian's libatk-adaptor and no NO_AT_BRIDGE=1, a Qt app QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"
+		if req.PID != 0 && atspi.IsChromium("/proc", int(req.PID)) {
+			why = "a Chromium-built app: " + atspi.ChromiumFix
+		}
+		return InspectResult{}, fmt.Errorf("%w: no such application on the accessibility bus %s; registered: %s (%s)",
+			atspi.ErrUnavailable, addr, strings.Join(seen, ", "), why)
 	}
 	if check {
 		loc, err := atspi.Locate(ctx, req.Display, int(app.PID))
@@ -109,6 +117,9 @@ func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 			return InspectResult{}, fmt.Errorf("%w: %s (pid %d) is on the accessibility bus %s, which the root window of display %s names, but its own is %s (%s): another program on the display may have rewritten AT_SPI_BUS; nothing was read (give --pid, or --bus)",
 				atspi.ErrSourcesDisagree, app.Name, app.PID, addr, req.Display, loc.Address, loc.From)
 		}
+	}
+	if err := bus.AskForTree(ctx, *app, inspectAskTime); err != nil {
+		return InspectResult{}, err
 	}
 	now := clock.Or(opt.Clock)
 	start := now()

@@ -29,6 +29,9 @@ func WhyAbsent(procDir string, pid int) string {
 	}
 	loaded := func(lib string) bool { return bytes.Contains(maps, []byte("/"+lib)) }
 	set := func(name string) bool { _, ok := env[name]; return ok } // Qt asks only whether it is set
+	if why := whyChromium(maps); why != "" {
+		return why // before GTK's: Chromium maps GTK 3 and its bridge, and rewrites its environment
+	}
 	switch {
 	case loaded("libgtk-3.so") && env["NO_AT_BRIDGE"] == "1":
 		return "it is a GTK 3 app started with NO_AT_BRIDGE=1, which keeps its accessibility bridge off: start it without that variable"
