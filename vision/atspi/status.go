@@ -141,13 +141,17 @@ const chromiumPack = "/chrome_100_percent.pak"
 // process).
 func IsChromium(procDir string, pid int) bool {
 	maps, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "maps"))
-	return err == nil && bytes.Contains(maps, []byte(chromiumPack))
+	return err == nil && mapsChromium(maps)
 }
+
+// mapsChromium says whether a process's maps name chromiumPack (a whole file name,
+// at a line's end).
+func mapsChromium(maps []byte) bool { return bytes.Contains(maps, []byte(chromiumPack+"\n")) }
 
 // whyChromium is WhyAbsent's answer for a Chromium-built process: it publishes no tree
 // because it started without being asked to (the first gate).
 func whyChromium(maps []byte) string {
-	if !bytes.Contains(maps, []byte(chromiumPack)) {
+	if !mapsChromium(maps) {
 		return ""
 	}
 	return "it is a Chromium-built app (it maps " + chromiumPack[1:] + ") that started without accessibility, which Chromium reads only as it starts: " + ChromiumFix
