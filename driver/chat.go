@@ -61,7 +61,7 @@ func (r *Runner) readChat(ctx context.Context, phase string, prev *chatRead) (ch
 		return chatRead{}, err
 	}
 	if cf := r.confirm(); cf != nil {
-		out.endRect = cf.EndBlank.In(r.window.Bounds)
+		out.endRect = cf.EndBlank.In(r.placed())
 		if out.end, err = r.Driver.Capture(ctx, out.endRect); err != nil {
 			return chatRead{}, err
 		}

@@ -42,6 +42,12 @@ type Profile struct {
 	Timings Timings `json:"timings"`
 	// Title is where the conversation's visible title is read.
 	Title Read `json:"title"`
+	// RegionsIn says what the profile's regions (title, chat, send page, and the steps'
+	// own in the app's window) are placed in: "" the app's window; "page" the web page
+	// that shows in it, as its tree's one showing "document web" gives it (a Chromium or
+	// Electron app, or a web app in a browser tab: the tab strip, the address bar and a
+	// warning bar move the page, not what is on it). "page" needs the tree.
+	RegionsIn string `json:"regions_in,omitempty"`
 	// Tree says whether deliveries need the app's accessibility tree: "required" stops
 	// a delivery, before anything is touched, when the app publishes none; "" (the
 	// default) lets OCR read in its place (the steps that name a node fall back to their
@@ -504,6 +510,9 @@ var nodeSteps = map[string]bool{"wait_node": true, "wait_node_gone": true, "clic
 // TreeRequired is Profile.Tree for a profile that reads nothing without the tree.
 const TreeRequired = "required"
 
+// RegionsInPage is Profile.RegionsIn for a profile whose regions are a web page's.
+const RegionsInPage = "page"
+
 // choosingSends is the Crosses of a step that chooses the file and thereby sends it.
 const choosingSends = "choose_file,send"
 
@@ -643,6 +652,12 @@ func (p *Profile) validate() error {
 	}
 	if p.Tree != "" && p.Tree != TreeRequired {
 		return fmt.Errorf("profile %s: tree: %q; it is \"required\" or absent (OCR reads where the app publishes no tree)", p.App, p.Tree)
+	}
+	switch {
+	case p.RegionsIn != "" && p.RegionsIn != RegionsInPage:
+		return fmt.Errorf("profile %s: regions_in: %q; it is \"page\" (a web page's regions) or absent (the window's)", p.App, p.RegionsIn)
+	case p.RegionsIn == RegionsInPage && p.Tree != TreeRequired:
+		return fmt.Errorf("profile %s: regions_in \"page\" places the regions by the app's tree: set tree to \"required\"", p.App)
 	}
 	if p.OCRLanguages != "" {
 		if _, err := vision.ParseLanguages(p.OCRLanguages); err != nil {

@@ -71,9 +71,10 @@ type Runner struct {
 	treeNote     string // what the result says of the tree (Result.Tree)
 
 	window  Window
-	crossed bool // a crossing was made: from here on, nothing may be retried
-	pressed bool // the submit step began: what follows runs even after a cancel
-	stepSeq int  // the record number of the step being acted on
+	page    image.Rectangle // the web page's box in the window, where regions are the page's (placePage)
+	crossed bool            // a crossing was made: from here on, nothing may be retried
+	pressed bool            // the submit step began: what follows runs even after a cancel
+	stepSeq int             // the record number of the step being acted on
 	phase   string
 	// beforeInput is the screen captured before the last input step.
 	beforeInput *image.RGBA
@@ -140,6 +141,9 @@ func (r *Runner) deliver(ctx context.Context) error {
 		return err
 	}
 	if err := r.probeTree(ctx); err != nil {
+		return err
+	}
+	if err := r.placePage(ctx); err != nil {
 		return err
 	}
 	if err := r.Driver.Activate(ctx, r.window); err != nil {
@@ -476,6 +480,9 @@ func (r *Runner) DryRun(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if err := r.probeTree(ctx); err != nil {
+		return false, err
+	}
+	if err := r.placePage(ctx); err != nil {
 		return false, err
 	}
 	if err := r.Driver.Activate(ctx, r.window); err != nil {

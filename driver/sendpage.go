@@ -164,7 +164,7 @@ func (r *Runner) observeSendPage(ctx context.Context, phase string) error {
 	after := ""
 	open := true
 	if m := r.Profile.SendPageMark; m != nil {
-		region := m.Region.In(r.window.Bounds)
+		region := m.Region.In(r.placed())
 		found, shows, err := r.Reader.Find(ctx, region, vision.Anchor{Text: m.Text, Prep: m.Prep, AltPreps: m.AltPreps})
 		if err != nil {
 			return err

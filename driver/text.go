@@ -28,7 +28,7 @@ func (r *Runner) textStep(ctx context.Context, s Step, res *evidence.Record) err
 		return err
 	}
 	if searchesForClick(s) && r.Profile.chatShows(r.phase) && r.Profile.Chat.Window == "" && r.Profile.Chat.Region.From == nil &&
-		region.Overlaps(r.Profile.Chat.Region.In(r.window.Bounds)) {
+		region.Overlaps(r.Profile.Chat.Region.In(r.placed())) {
 		return fmt.Errorf("the step searches the chat region for %q while the conversation shows: a peer's message quoting it could be clicked; refusing (narrow the profile's region to the control)", s.Text)
 	}
 	anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix, WholeLine: s.WholeLine}
@@ -145,6 +145,7 @@ func (r *Runner) area(ctx context.Context, rd Read) (image.Rectangle, error) {
 // the step names.
 func (r *Runner) region(ctx context.Context, s Step) (image.Rectangle, error) {
 	w := r.window
+	w.Bounds = r.placed()
 	if s.Window != "" {
 		var ok bool
 		var err error

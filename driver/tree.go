@@ -278,6 +278,47 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	}
 }
 
+// placePage, for a profile whose regions are a web page's (regions_in "page"), finds
+// the one page that shows in the app's window (its tree's showing "document web") and
+// takes its box as what the profile's regions are placed in: a browser's tab strip,
+// address bar and warning bars move the page, not what is on it. None, or more than one,
+// stops the delivery before anything is touched.
+func (r *Runner) placePage(ctx context.Context) error {
+	if r.Profile.RegionsIn != RegionsInPage {
+		return nil
+	}
+	if !r.treeOK {
+		return fmt.Errorf("%w: %w: the profile places its regions in the web page (regions_in: page), which only the app's tree shows: %s", ErrStopped, ErrNoTree, r.treeNote)
+	}
+	pctx, cancel := context.WithTimeout(ctx, treeReadLimit)
+	defer cancel()
+	tree, err := r.Tree.Snapshot(pctx, r.window.PID, TreeScope{Windows: &atspi.Match{Name: r.window.Title}, Time: treeReadLimit})
+	if err != nil {
+		return fmt.Errorf("%w: %w: finding the web page in the window: %v", ErrStopped, ErrNoTree, err)
+	}
+	var pages []image.Rectangle
+	for _, n := range (atspi.Match{Role: "document web", Showing: true}).Find(tree) {
+		if e := drawn(n); e != nil && !rectOf(*e).Intersect(r.window.Bounds).Empty() {
+			pages = append(pages, rectOf(*e).Intersect(r.window.Bounds))
+		}
+	}
+	if len(pages) != 1 {
+		return fmt.Errorf("%w: %d web pages show in the window %q (its tree's document web): the profile's regions are a page's, and which page is in doubt", ErrStopped, len(pages), r.window.Title)
+	}
+	r.page = pages[0]
+	r.progress("%-10s %-32s %v", "safe", "place the regions in the page", r.page)
+	return nil
+}
+
+// placed is what the profile's regions are placed in: the web page, for a profile whose
+// regions are a page's, else the app's window.
+func (r *Runner) placed() image.Rectangle {
+	if !r.page.Empty() {
+		return r.page
+	}
+	return r.window.Bounds
+}
+
 // nodeStepsInRegion are the steps whose region, where they have one, narrows the nodes
 // they match to those whose middle shows inside it.
 var nodeStepsInRegion = map[string]bool{"wait_node": true, "wait_node_gone": true, "click_node": true}
