@@ -174,6 +174,7 @@ func (r *Runner) deliver(ctx context.Context) error {
 	if err := r.checkTitle(ctx, &title); err != nil {
 		return err
 	}
+	r.kill("title_checked")
 
 	if err := r.check(ctx, gate.OpenPicker); err != nil {
 		return err

@@ -4,15 +4,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Live tests of a Chromium app: Converse.js, a web XMPP client, in Debian's Chromium as
@@ -108,4 +114,114 @@ func pngBytes(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// converseTabsApp is Converse.js as the first of two tabs of an ordinary Chromium window
+// (testbed/up starts it beside the app window, on a display of its own): the built-in
+// profile, the same as for the app window, places its regions in the page.
+var converseTabsApp = liveApp{name: "converse", displayKey: "CONVERSE_TABS_DISPLAY", uploadKey: "UPLOAD_DIR", jidKey: "ALICE_JID", passwordKey: "ALICE_PASSWORD", providerConfirms: true}
+
+// TestLiveConverseTabs: Converse.js in a browser window with two tabs of it, each a
+// session of alice's. With 张伟's conversation open in the second tab, a delivery to
+// Bob in the first tab uses the first tab's page (never the tab strip or the address
+// bar) and is sent_verified; and a tab switched by someone else after the title was
+// checked stops the delivery before anything is chosen: the page that shows is no
+// longer the conversation checked.
+func TestLiveConverseTabs(t *testing.T) {
+	l := newLiveWith(t, converseTabsApp)
+	display := l.bed.get(t, "CONVERSE_TABS_DISPLAY")
+	window := l.bed.get(t, "CONVERSE_TABS_WINDOW")
+	tab := func(n int) {
+		t.Helper()
+		xdoOrFail(t, display, "windowactivate", "--sync", window, "key", "--clearmodifiers", fmt.Sprintf("ctrl+%d", n))
+		time.Sleep(500 * time.Millisecond) // the tab's page drawn
+	}
+	t.Cleanup(func() { tab(1) })
+
+	// The second tab opens 张伟's conversation (a delivery there), then the first is
+	// brought back.
+	tab(2)
+	zw, zwSum := l.file("tab-two.txt")
+	before := uploads(t, l.uploadDir())
+	m, code, _ := l.deliver(zw, "张伟", "--dest-id", "xmpp:zhangwei@localhost", "--ocr-lang", "eng+chi_sim")
+	l.wantSentVerified(m, code)
+	l.wantExactlyOneCopyEach(before, zwSum)
+	tab(1)
+
+	t.Run("the tab in front", func(t *testing.T) {
+		l := &liveRun{t: t, bed: l.bed, app: l.app, store: l.store, dir: l.dir, start: l.start, files: l.files}
+		t.Cleanup(l.keepWhatFailed)
+		file, sum := l.file("tab-one.txt")
+		before := uploads(t, l.uploadDir())
+		m, code, _ := l.deliver(file, "Bob")
+		l.wantSentVerified(m, code)
+		l.wantExactlyOneCopyEach(before, sum)
+	})
+
+	t.Run("a tab switched mid-delivery", func(t *testing.T) {
+		l := &liveRun{t: t, bed: l.bed, app: l.app, store: l.store, dir: l.dir, start: l.start, files: l.files}
+		t.Cleanup(l.keepWhatFailed)
+		file, sum := l.file("tab-switched.txt")
+		before := uploads(t, l.uploadDir())
+		m, code := heldAt(t, "title_checked", l.deliverArgs(file, "Bob"), func() { tab(2) })
+		l.noteBundle(m)
+		if code != exitNotSent || m["outcome"] != "not_sent" {
+			t.Fatalf("with the tab switched after the title was checked, deliver exited %d; want %d not_sent\n%s", code, exitNotSent, describe(m))
+		}
+		if stopped, _ := m["stopped"].(string); !strings.Contains(stopped, "check the conversation is still") || !strings.Contains(stopped, `"Bob"`) {
+			t.Errorf("stopped: %q; want the check that the conversation is still Bob", stopped)
+		}
+		time.Sleep(time.Second) // an upload, had one started, lands within a fraction of that
+		if fresh := newUploads(before, uploads(t, l.uploadDir())); countSHA(fresh, sum) != 0 {
+			t.Fatalf("the file reached the server: %v", fresh)
+		}
+		l.verifyBundle(m)
+	})
+}
+
+// heldAt runs deliver with args as a real process that waits at the moment named (the
+// barrier test hook) while during runs, and returns what it printed and its exit code.
+func heldAt(t *testing.T, moment string, args []string, during func()) (map[string]any, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	barrier := t.TempDir()
+	cmd := exec.CommandContext(ctx, self(t), args...)
+	cmd.Env = append(append(os.Environ(), "SENDONCE_AS_CLI=1"), liveEnv...)
+	cmd.Env = append(cmd.Env, "SENDONCE_TEST_BARRIER_AT="+moment, "SENDONCE_TEST_BARRIER_DIR="+barrier, "SENDONCE_TEST_BARRIER_N=2")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	release := func() { _ = os.WriteFile(filepath.Join(barrier, "test"), nil, 0o600) }
+	for arrived := false; !arrived; {
+		select {
+		case err := <-done:
+			t.Fatalf("the delivery ended (%v) before it reached %s\nstdout: %s\nstderr: %s", err, moment, out.String(), tail(errb.String(), 20))
+		case <-time.After(20 * time.Millisecond):
+		}
+		es, _ := os.ReadDir(barrier)
+		arrived = len(es) > 0
+	}
+	during()
+	release()
+	err := <-done
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("deliver: %v\nstderr: %s", err, tail(errb.String(), 20))
+	}
+	return decode(t, out.String()), cmd.ProcessState.ExitCode()
+}
+
+// xdoOrFail runs xdotool on display and fails the test when it fails.
+func xdoOrFail(t *testing.T, display string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("xdotool", args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xdotool %v: %v\n%s", args, err, out)
+	}
 }
