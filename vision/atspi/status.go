@@ -14,7 +14,7 @@ import (
 // Chromium-built apps (Chromium, Chrome, and Electron apps: Slack, Discord, Signal,
 // Element) build their accessibility tree only when asked, behind two gates
 // (Chromium's ui/accessibility/platform/atk_util_auralinux.cc and its accessibility
-// modes; measured with Debian's Chromium 156, testbed NOTES):
+// modes; measured with Debian's Chromium 156 on the test bed, 2026-12-06):
 //
 //  1. Whether it joins the accessibility bus at all is read once, at start: the
 //     switch --force-renderer-accessibility, ACCESSIBILITY_ENABLED=1 in its
