@@ -16,7 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -213,7 +216,9 @@ func heldAt(t *testing.T, moment string, args []string, during func()) (map[stri
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("deliver: %v\nstderr: %s", err, tail(errb.String(), 20))
 	}
-	return decode(t, out.String()), cmd.ProcessState.ExitCode()
+	m := decode(t, out.String())
+	t.Logf("deliver, held at %s: exit %d: outcome %v\n%s", moment, cmd.ProcessState.ExitCode(), m["outcome"], describe(map[string]any{"reasons": m["reasons"]}))
+	return m, cmd.ProcessState.ExitCode()
 }
 
 // xdoOrFail runs xdotool on display and fails the test when it fails.
@@ -223,5 +228,89 @@ func xdoOrFail(t *testing.T, display string, args ...string) {
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("xdotool %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestLiveConverseKilledMidUpload: the page's renderer (where Converse.js uploads the
+// file) is killed (SIGKILL) the moment the file is chosen, the upload under way. The
+// delivery crossed send, so it ends send_status_unknown unless the provider finds the
+// exact bytes (sent_verified, the upload having won the race); either way the same
+// delivery again is refused and the server never holds two copies. The page is then
+// reloaded and alice's session comes back, for the tests that follow.
+func TestLiveConverseKilledMidUpload(t *testing.T) {
+	l := newConverseLive(t)
+	display := l.bed.get(t, "CONVERSE_DISPLAY")
+	t.Cleanup(func() { converseReload(t, l.bed, display) })
+	content := make([]byte, 9<<20+313)
+	if _, err := rand.Read(content); err != nil {
+		t.Fatal(err)
+	}
+	file, sum := l.bytesFile("killed-mid-upload.bin", content)
+	before := uploads(t, l.uploadDir())
+	m, code := heldAt(t, "send_pressed", l.deliverArgs(file, "Bob"), func() {
+		pids := converseRenderers(t, l.bed.get(t, "CONVERSE_PGID"))
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Logf("killed the renderers %v", pids)
+	})
+	l.noteBundle(m)
+	switch {
+	case code == exitUnknown && m["outcome"] == "send_status_unknown":
+	case code == exitOK && m["outcome"] == "sent_verified":
+		t.Logf("the upload won the race: the provider found the exact bytes")
+	default:
+		t.Fatalf("with the page killed mid-upload, deliver exited %d; want %d send_status_unknown (or 0 sent_verified, the provider holding the bytes)\n%s", code, exitUnknown, describe(m))
+	}
+	l.verifyBundle(m)
+	again, code, _ := l.deliver(file, "Bob")
+	if code != exitConsumed || again["outcome"] != "refused" {
+		t.Fatalf("the same delivery again exited %d; want %d refused: an unknown delivery is never sent again\n%s", code, exitConsumed, describe(again))
+	}
+	time.Sleep(2 * time.Second) // an upload the kill did not stop lands within that
+	if n := countSHA(newUploads(before, uploads(t, l.uploadDir())), sum); n > 1 {
+		t.Fatalf("the server holds %d copies of the file", n)
+	}
+}
+
+// converseRenderers are the pids of the renderer processes of the app window's Chromium
+// (process group pgid): the page's, and any extension's.
+func converseRenderers(t *testing.T, pgid string) []int {
+	t.Helper()
+	out, err := exec.Command("ps", "-o", "pid=,args=", "-g", pgid).Output()
+	if err != nil {
+		t.Fatalf("ps -g %s: %v", pgid, err)
+	}
+	var pids []int
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.Contains(line, "--type=renderer") {
+			pid, err := strconv.Atoi(f[0])
+			if err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no renderer process in Chromium's process group %s", pgid)
+	}
+	return pids
+}
+
+// converseReload reloads the app window's page (its renderer killed: "Aw, Snap!") and
+// waits, two minutes at most, until Prosody shows alice's Converse session online again.
+func converseReload(t *testing.T, bed *testBed, display string) {
+	t.Helper()
+	xdoOrFail(t, display, "windowactivate", "--sync", bed.get(t, "CONVERSE_WINDOW"), "key", "--clearmodifiers", "ctrl+r")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, _ := exec.Command("prosodyctl", "--config", bed.get(t, "PROSODY_CONFIG"), "shell", "c2s", "show").Output()
+		if regexp.MustCompile(`(?m)^\S+ +\| alice@localhost/converse\.testbed +\| [^|]+\| online `).Match(out) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's Converse session did not come back within 2 minutes of the reload")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
