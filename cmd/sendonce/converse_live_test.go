@@ -314,3 +314,30 @@ func converseReload(t *testing.T, bed *testBed, display string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestLiveConverseSandboxed: the test bed's Chromium runs as a person's browser does,
+// as a user of its own with its sandbox on: its renderers are under a seccomp filter
+// (Seccomp: 2) in a user namespace of their own, and none runs as root. (As root it
+// would need --no-sandbox, and draw a warning bar into the window a profile reads.)
+func TestLiveConverseSandboxed(t *testing.T) {
+	bed := liveTestBed(t)
+	self, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range converseRenderers(t, bed.get(t, "CONVERSE_PGID")) {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^Seccomp:\s+2$`).Match(status) {
+			t.Errorf("renderer %d runs without a seccomp filter:\n%s", pid, status)
+		}
+		if regexp.MustCompile(`(?m)^Uid:\s+0\s`).Match(status) {
+			t.Errorf("renderer %d runs as root", pid)
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid)); err != nil || ns == self {
+			t.Errorf("renderer %d: user namespace %q (%v); want one of its own, not %q", pid, ns, err, self)
+		}
+	}
+}
