@@ -222,25 +222,37 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 	// one read of its tree may take: a read begun within it is let finish (up to
 	// treeReadLimit, which the scope passes to the reader) and judged.
 	deadline := r.now().Add(r.timeout(s))
+	scope := TreeScope{Windows: windows, Time: treeReadLimit}
+	var area image.Rectangle
+	inRegion := s.Region != nil && nodeStepsInRegion[s.Do]
+	if inRegion {
+		var err error
+		if area, err = r.region(ctx, Step{Region: s.Region, Window: s.Window}); err != nil {
+			return nil, err
+		}
+		if present {
+			// Only what meets the region is read: a long conversation's rows, when
+			// the step looks at a toolbar, cost nothing. (A wait for none to show
+			// reads everything: what overflows a box outside the region into it must
+			// still count.)
+			scope.Within = &atspi.Box{X: area.Min.X, Y: area.Min.Y, W: area.Dx(), H: area.Dy()}
+		}
+	}
 	var last []*atspi.Node
 	for {
 		rctx, cancel := context.WithTimeout(ctx, treeReadLimit)
-		tree, err := r.Tree.Snapshot(rctx, r.window.PID, TreeScope{Windows: windows, Time: treeReadLimit})
+		tree, err := r.Tree.Snapshot(rctx, r.window.PID, scope)
 		cancel()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for %s: %w", m, ctx.Err())
 		}
 		if err == nil {
 			last = m.Find(tree)
-			if s.Region != nil && nodeStepsInRegion[s.Do] {
+			if inRegion {
 				// A page names many controls alike (every "Menu" of a web app's list):
-				// the step's region says which, by where each shows.
-				area, aerr := r.region(ctx, Step{Region: s.Region, Window: s.Window})
-				if aerr != nil {
-					return nil, aerr
-				}
-				// A node without a box is in no region, but still there for a wait for
-				// none to show: that wait fails closed.
+				// the step's region says which, by where each shows. A node without a
+				// box is in no region, but still there for a wait for none to show:
+				// that wait fails closed.
 				last = slices.DeleteFunc(last, func(n *atspi.Node) bool {
 					e := drawn(n)
 					return e == nil && present || e != nil && !centre(*e).In(area)
