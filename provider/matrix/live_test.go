@@ -237,8 +237,9 @@ func TestLivePeerBackDated(t *testing.T) {
 	for _, at := range []time.Time{start.Add(-2 * time.Hour), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		last, _ = call(bob, "PUT", fmt.Sprintf("%s/send/m.room.message/b%d?ts=%d", path, time.Now().UnixNano(), at.UnixMilli()),
 			js(map[string]any{"msgtype": "m.text", "body": "hello from " + at.Format(time.RFC3339)}), ctype)["event_id"].(string)
-		// The server keeps bob's stamp: the test's premise, checked.
-		ev := call(bob, "GET", path+"/event/"+url.PathEscape(last), nil, ctype)
+		// The server keeps bob's stamp: the test's premise, checked (Dendrite may answer
+		// 404 for an event it has just accepted, for a moment: asked again, up to 30 s).
+		ev := eventOnceStored(t, hs, bob, path+"/event/"+url.PathEscape(last))
 		if ts, _ := ev["origin_server_ts"].(float64); int64(ts) != at.UnixMilli() {
 			t.Fatalf("bob's event %s is stamped %v; want %d (the homeserver no longer takes ts from a user?)", last, ev["origin_server_ts"], at.UnixMilli())
 		}
@@ -256,5 +257,31 @@ func TestLivePeerBackDated(t *testing.T) {
 	d.FileName = "never-sent-" + name
 	if a, err := New(cfg).Lookup(context.Background(), d); err != nil || a.Result != provider.Absent || !a.Authoritative {
 		t.Fatalf("a file never sent: %+v %v; want absent, authoritative", a, err)
+	}
+}
+
+// eventOnceStored GETs a room event (path, with token) from the homeserver hs, asking
+// again while it answers 404 (Dendrite may not serve an event it has just accepted for a
+// moment), 30 s at most; any other answer than 200 fails the test.
+func eventOnceStored(t *testing.T, hs, token, path string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", hs+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return out
+		case resp.StatusCode != http.StatusNotFound || time.Now().After(deadline):
+			t.Fatalf("GET %s: HTTP %d %v", path, resp.StatusCode, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
