@@ -88,7 +88,12 @@ func TestLivePeerCannotConfirmOurFailedSend(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l := &liveRun{t: t, bed: l.bed, app: l.app, store: l.store, dir: l.dir, start: l.start, files: l.files}
 			t.Cleanup(l.keepWhatFailed)
-			extra := []string{"--profile", editedProfile(l.t, "psi-plus", filepath.Join(l.dir, "psi-plus-16mib.json"), func(p map[string]any) { p["upload_limit_bytes"] = 16 << 20 })}
+			extra := []string{"--profile", editedProfile(l.t, "psi-plus", filepath.Join(l.dir, "psi-plus-16mib.json"), func(p map[string]any) {
+				p["upload_limit_bytes"] = 16 << 20
+				// A look long enough for a second read: one read of a loaded machine's
+				// chat took 22 s, begun before Dave's line was drawn, and ended a 20 s look.
+				p["sent_item_timeout"] = "60s"
+			})}
 			// The profile's own look for the sent item (20 s), not a short one: Dave's
 			// line may be drawn after the first read (with 5 s, a loaded machine's look
 			// ended after one read, and his item went unseen in 1 run of 4).

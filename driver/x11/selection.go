@@ -141,7 +141,9 @@ func (r *requestor) read(ctx context.Context, w driver.Window) (string, error) {
 			}
 			return "", err
 		}
-		if owner != r.own {
+		// No owner (None) is no answer yet: GTK's location field may let go of the
+		// selection a moment after ctrl+a (its completion), then take it again.
+		if owner != r.own && owner != xproto.WindowNone {
 			break
 		}
 		select {
