@@ -43,52 +43,25 @@ func fieldError(field string, err error) error {
 	return &FieldError{Field: field, Err: err}
 }
 
-// identities checks the destination and returns its identities, strong first.
-func (d Destination) identities() ([]gate.Identity, error) {
+// parse is the edge where a destination's words become one value: every use case
+// parses its request's Destination here, once, and passes the value on.
+func (d Destination) parse() (gate.Destination, error) {
 	if d.Title == "" && d.ProviderID == "" {
-		return nil, gate.Invalidf("name the destination with --to TITLE and/or --dest-id NS:ID")
+		return gate.Destination{}, gate.Invalidf("name the destination with --to TITLE and/or --dest-id NS:ID")
 	}
-	var ids []gate.Identity
+	var title, prov gate.Identity
+	var err error
 	if d.ProviderID != "" {
-		id, err := gate.ProviderID(d.ProviderID)
-		if err != nil {
-			return nil, fieldError("dest_id", err)
+		if prov, err = gate.ProviderID(d.ProviderID); err != nil {
+			return gate.Destination{}, fieldError("dest_id", err)
 		}
-		ids = append(ids, id)
 	}
 	if d.Title != "" {
-		id, err := gate.Title(d.Title)
-		if err != nil {
-			return nil, fieldError("to", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
-// keys is the one derivation of a delivery's keys: every identity of the destination
-// with the digest of the bytes, strong identities first.
-func (d Destination) keys(digest gate.Digest) ([]gate.Key, error) {
-	ids, err := d.identities()
-	if err != nil {
-		return nil, err
-	}
-	var keys []gate.Key
-	for _, id := range ids {
-		keys = append(keys, gate.KeysFor(id, digest)...)
-	}
-	return keys, nil
-}
-
-// address is what is typed to open the conversation: the provider id's address when
-// known, else the title.
-func (d Destination) address() string {
-	if d.ProviderID != "" {
-		if id, err := gate.ProviderID(d.ProviderID); err == nil {
-			return id.Value()
+		if title, err = gate.Title(d.Title); err != nil {
+			return gate.Destination{}, fieldError("to", err)
 		}
 	}
-	return d.Title
+	return gate.NewDestination(title, prov)
 }
 
 // openContent opens the bytes once: a path is opened here (the caller closes it); an
@@ -139,16 +112,13 @@ func (c Content) digest() (gate.Digest, error) {
 	return d, nil
 }
 
-// keysFor resolves a destination and content into their keys.
-func keysFor(d Destination, c Content) ([]gate.Key, error) {
-	if _, err := d.identities(); err != nil {
-		return nil, err
-	}
+// keysFor resolves a parsed destination and content into their keys.
+func keysFor(dest gate.Destination, c Content) ([]gate.Key, error) {
 	digest, err := c.digest()
 	if err != nil {
 		return nil, err
 	}
-	return d.keys(digest)
+	return dest.Keys(digest), nil
 }
 
 // FieldErrorf is bad input in one field, for callers that build requests of their own

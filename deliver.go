@@ -113,10 +113,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 			staged.discard()
 		}
 	}()
-	keys, err := req.Destination.keys(staged.Digest)
-	if err != nil {
-		return DeliveryResult{}, err
-	}
+	keys := in.dest.Keys(staged.Digest)
 	task := req.Task
 	if task == "" {
 		task = newTaskID()
@@ -128,12 +125,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	out := DeliveryResult{Key: keys[0].String(), Task: task, IdentityStrength: gate.Weak}
+	out := DeliveryResult{Key: keys[0].String(), Task: task, IdentityStrength: in.dest.Strength()}
 	for _, k := range keys {
 		out.Keys = append(out.Keys, k.String())
-		if k.Identity().Strength() == gate.Strong {
-			out.IdentityStrength = gate.Strong
-		}
 	}
 
 	// The workstation's sealing key is loaded (made and registered on the first use on
@@ -215,7 +209,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		defer removeSnapshot(snap)
 	}
 	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
-	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: req.Destination.Title,
+	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: in.dest.Title(),
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
 		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(), Workstation: ws.id,
 		Profile: &evidence.ProfileUse{Source: in.profile.Source, Text: in.profile.Text}}
@@ -250,7 +244,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	runner := &driver.Runner{Tree: tree, Languages: d.OCRLanguages,
 		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
 		Profile: in.profile, Killpoint: d.after, Clock: c.clock,
-		Vars: driver.Vars{Address: req.Destination.address(), Title: req.Destination.Title, FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
+		Vars: driver.Vars{Address: in.dest.Address(), Title: in.dest.Title(), FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
 		Progress: func(format string, args ...any) {
 			e := Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...), Key: out.Key, DispatchID: dispatch}
 			c.events.send(e)
@@ -261,7 +255,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return d.dryRun(ctx, runner, rec, out)
 	}
 	var ask *providerAsk
-	wanted := d.providerWanted(req)
+	wanted := d.providerWanted(req, in.dest)
 	if wanted {
 		// The provider is asked from the moment the look for the sent item begins,
 		// beside it: a confirmation spares the look its settle (see driver.Runner.Witness).
@@ -330,6 +324,7 @@ type deliveryInput struct {
 	name      string
 	closeFile func()
 	staging   stagingArea
+	dest      gate.Destination // the request's destination, parsed once
 }
 
 func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
@@ -348,7 +343,8 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 	if req.Destination.Title == "" {
 		return in, fieldError("to", errors.New("is required: the visible title is checked on screen before anything is sent"))
 	}
-	if _, err := req.Destination.identities(); err != nil {
+	var err error
+	if in.dest, err = req.Destination.parse(); err != nil {
 		return in, err
 	}
 	if req.Content.SHA256 != "" {
@@ -370,11 +366,10 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, gate.Invalidf("%s's send page does not show a name like %s whole (names_shown_for, name_shown_chars) and the profile has no item_mark to count its items by: nothing could prove the file is the one item it sends, so it is refused before the claim (rename a copy of it shorter, send it through an app whose profile can prove it, or give the profile an item_mark)", in.profile.App, name)
 	}
-	if d.providerWanted(req) {
+	if d.providerWanted(req, in.dest) {
 		// The account is read now, before anything is claimed: a loose or broken account
 		// file found only after the send would leave the delivery to the screen.
-		id, _ := gate.ProviderID(req.Destination.ProviderID)
-		if _, err := registry.Open(id.Namespace(), req.ProviderConfig, d.Client.getenv); err != nil {
+		if _, err := registry.Open(in.dest.Provider().Namespace(), req.ProviderConfig, d.Client.getenv); err != nil {
 			closeFile()
 			return in, fieldError("provider-config", err)
 		}
@@ -399,15 +394,12 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 
 // providerWanted: a provider id in a namespace some provider answers for, and an
 // account to ask with.
-func (d *Deliverer) providerWanted(req DeliveryRequest) bool {
-	if req.Destination.ProviderID == "" {
+func (d *Deliverer) providerWanted(req DeliveryRequest, dest gate.Destination) bool {
+	ns := dest.Provider().Namespace()
+	if ns == "" || !registry.Known(ns) {
 		return false
 	}
-	id, err := gate.ProviderID(req.Destination.ProviderID)
-	if err != nil || !registry.Known(id.Namespace()) {
-		return false
-	}
-	return registry.Configured(id.Namespace(), req.ProviderConfig, d.Client.getenv)
+	return registry.Configured(ns, req.ProviderConfig, d.Client.getenv)
 }
 
 // providerAsk is a provider lookup that runs beside the look for the sent item.
@@ -469,7 +461,7 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 		return ""
 	}
 	from, until := lookupWindow(*a)
-	dispatch := provider.Dispatch{DispatchID: permit.DispatchID(), Destination: key.Identity().String(),
+	dispatch := provider.Dispatch{DispatchID: permit.DispatchID(), Destination: key.Identity(),
 		FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: from, Until: until}
 	var v provider.Verdict
 	// While the screen is still looking, the provider is asked again after askFirst,

@@ -272,3 +272,77 @@ func TestNoAppNamesInCode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDestinationParsedOnce: a destination's words (--to, --dest-id) become one
+// gate.Destination at the edge, and everything after takes that value. No product code
+// outside the functions below calls the identity parsers (gate.Title, gate.ProviderID,
+// gate.NewDestination): a new call elsewhere re-derives an identity from strings.
+func TestDestinationParsedOnce(t *testing.T) {
+	parsers := map[string]bool{"Title": true, "ProviderID": true, "NewDestination": true}
+	edges := map[string]string{ // package folder + "." + function: why it may parse
+		".Destination.parse":                  "the edge: every use case's request parses its destination here, once",
+		".Doctor":                             "doctor's --dest-id, its own request's edge",
+		".Client.Resolve":                     "gate resolve's --recipient, its own request's edge",
+		"provider/xmpp.recipient":             "an archived message's recipient: the server's words, not the request's",
+		"provider/matrix.session.directRooms": "the account's m.direct users: the server's words",
+		"provider/matrix.Config.check":        "the account file's own user id",
+		"scenarios.keyOf":                     "a recorded scenario's destination, read from its file",
+		"scenarios.RunHistory":                "the policy suite's fixed destination",
+		"store/storetest.key":                 "the conformance suite's fixtures",
+		"store/storetest.destKey":             "the conformance suite's fixtures",
+	}
+	seen := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			strings.HasPrefix(path, "gate/") || strings.HasPrefix(path, "testbed/") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if dir == "." {
+			dir = ""
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			name := fn.Name.Name
+			if fn.Recv != nil && len(fn.Recv.List) == 1 {
+				recv := fn.Recv.List[0].Type
+				if s, ok := recv.(*ast.StarExpr); ok {
+					recv = s.X
+				}
+				if id, ok := recv.(*ast.Ident); ok {
+					name = id.Name + "." + name
+				}
+			}
+			where := dir + "." + name
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "gate" && parsers[sel.Sel.Name] {
+					if _, ok := edges[where]; !ok {
+						t.Errorf("%s (%s) parses a destination with gate.%s: take the gate.Destination parsed at the edge (Destination.parse) instead", path, where, sel.Sel.Name)
+					}
+					seen[where] = true
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for where := range edges {
+		if !seen[where] {
+			t.Errorf("the edge %s no longer parses a destination: remove it from the list", where)
+		}
+	}
+}

@@ -132,17 +132,18 @@ func Doctor(ctx context.Context, req DoctorRequest, opt Options, desk Desktop) D
 		getenv = func(string) string { return "" }
 	}
 	var ns string
+	var dest gate.Identity // the request's --dest-id, parsed once
 	if req.Destination == "" {
 		ns = registry.AccountNamespace(req.ProviderConfig, getenv)
 	} else if id, err := gate.ProviderID(req.Destination); err != nil {
 		add("provider", err, "", "give --dest-id as deliver takes it: xmpp:user@server, matrix:@user:server or matrix:!room:server")
 	} else {
-		ns = id.Namespace()
+		ns, dest = id.Namespace(), id
 	}
 	switch _, ran := check(out, "provider"); {
 	case ran:
 	case registry.Configured(ns, req.ProviderConfig, getenv):
-		add(doctorProvider(ctx, ns, req.Destination, req.ProviderConfig, getenv, clock.Or(opt.Clock)()))
+		add(doctorProvider(ctx, ns, dest, req.ProviderConfig, getenv, clock.Or(opt.Clock)()))
 	case req.Destination != "":
 		// Not a failure: a delivery needs no provider. But the destination was named,
 		// so say what its absence costs.
@@ -322,14 +323,14 @@ func doctorTree(ctx context.Context, display string, p *driver.Profile, w driver
 // doctorProvider logs in to the provider account and reads what a lookup would read
 // over the hour before now (the workstation's clock): the XMPP account's archive and
 // upload service, the Matrix destination's room and media repository.
-func doctorProvider(ctx context.Context, ns, destination, config string, getenv func(string) string, now time.Time) (string, error, string, string) {
+func doctorProvider(ctx context.Context, ns string, destination gate.Identity, config string, getenv func(string) string, now time.Time) (string, error, string, string) {
 	fix := "check the account file (--provider-config; docs/delivering.md names its fields) or the provider's SENDONCE_XMPP_* / SENDONCE_MATRIX_* variables; the server must be reachable"
 	p, err := registry.Open(ns, config, getenv)
 	if err != nil {
 		return "provider", err, "", fix
 	}
 	c, ok := p.(interface {
-		Check(ctx context.Context, destination string, now time.Time) (string, error)
+		Check(ctx context.Context, destination gate.Identity, now time.Time) (string, error)
 	})
 	if !ok {
 		return "provider", errors.New("this provider cannot be checked"), "", fix

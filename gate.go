@@ -41,7 +41,8 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if req.Lease < 0 {
 		return ClaimResult{}, fieldError("lease", errors.New("must be positive"))
 	}
-	if _, err := req.Destination.identities(); err != nil {
+	dest, err := req.Destination.parse()
+	if err != nil {
 		return ClaimResult{}, err
 	}
 	origin := store.Origin{}
@@ -58,7 +59,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 		origin.Size, origin.FileName = size, name
 		content = Content{File: f}
 	}
-	keys, err := keysFor(req.Destination, content)
+	keys, err := keysFor(dest, content)
 	if err != nil {
 		return ClaimResult{}, err
 	}

@@ -187,7 +187,8 @@ func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provide
 // intent's key in the provider's namespace) and the file as its evidence bundle names
 // it; or why it cannot be asked.
 func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyRecord) (provider.Dispatch, string) {
-	var dest, other string
+	var dest gate.Identity
+	var other string
 	var digest gate.Digest
 	for _, kr := range ks {
 		k, err := gate.ParseKey(kr.Key)
@@ -195,16 +196,16 @@ func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyReco
 			continue
 		}
 		switch got := k.Identity().Namespace(); {
-		case got == ns && (dest == "" || k.Version() == gate.KeyVersion):
-			dest, digest = k.Identity().String(), k.Digest() // the current scheme's spelling, when the intent has one
+		case got == ns && (dest.IsZero() || k.Version() == gate.KeyVersion):
+			dest, digest = k.Identity(), k.Digest() // the current scheme's spelling, when the intent has one
 		case got != ns && registry.Known(got):
 			other = got
 		}
 	}
 	switch {
-	case dest == "" && other != "":
+	case dest.IsZero() && other != "":
 		return provider.Dispatch{}, fmt.Sprintf("the key's destination is %s's and this run asks %s: reconcile it with --key, or with --provider %s and that provider's account", other, ns, other)
-	case dest == "":
+	case dest.IsZero():
 		return provider.Dispatch{}, "the key has no provider id (deliver with --dest-id xmpp:... or matrix:...), so the provider cannot be asked"
 	}
 	name, size := a.FileName, a.Size

@@ -28,7 +28,11 @@ func (r StatusRequest) keys() ([]gate.Key, error) {
 		}
 		return []gate.Key{ref.Key}, nil
 	}
-	return keysFor(r.Destination, r.Content)
+	dest, err := r.Destination.parse()
+	if err != nil {
+		return nil, err
+	}
+	return keysFor(dest, r.Content)
 }
 
 // Status is what the store says about a delivery.

@@ -8,20 +8,22 @@
 // dispatch, or whether the answer shows the file went out with other bytes or to
 // another recipient.
 //
-// This package is pure Go and uses the standard library only; implementations
-// live in sub-packages (provider/xmpp).
+// This package is pure Go and uses the standard library and gate's identities only;
+// implementations live in sub-packages (provider/xmpp, provider/matrix).
 package provider
 
 import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/sendonce/sendonce/gate"
 )
 
 // Dispatch is what one attempt sent, as a lookup needs it.
 type Dispatch struct {
 	DispatchID  string
-	Destination string // canonical identity, e.g. "xmpp:bob@localhost"
+	Destination gate.Identity // its provider id, e.g. xmpp:bob@localhost; the zero Identity asks about any recipient
 	FileName    string
 	Size        int64
 	SHA256      string    // lowercase hex of the bytes sent
@@ -88,7 +90,7 @@ type Provider interface {
 // SHA-256 values are compared case-insensitively; identities exactly (both
 // sides are canonical). The returned pointers point into a.Objects.
 func Match(a Answer, d Dispatch, taken map[string]bool) (confirm *Object, wrongBytes, wrongRecipient *Object) {
-	if a.Result != Found || d.SHA256 == "" || d.Destination == "" {
+	if a.Result != Found || d.SHA256 == "" || d.Destination.IsZero() {
 		return nil, nil, nil
 	}
 	for i := range a.Objects {
@@ -97,7 +99,7 @@ func Match(a Answer, d Dispatch, taken map[string]bool) (confirm *Object, wrongB
 			continue
 		}
 		sameBytes := strings.EqualFold(o.SHA256, d.SHA256)
-		sameRecipient := o.Recipient == d.Destination
+		sameRecipient := o.Recipient == d.Destination.String()
 		switch {
 		case sameBytes && sameRecipient:
 			return o, nil, nil

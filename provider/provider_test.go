@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"github.com/sendonce/sendonce/gate"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +27,21 @@ func obj(id, sha, to, name string) Object {
 	}
 }
 
+// bobID is bob as a dispatch names him.
+var bobID = mustProviderID(bob)
+
+func mustProviderID(s string) gate.Identity {
+	id, err := gate.ProviderID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
 func TestMatch(t *testing.T) {
 	d := Dispatch{
 		DispatchID:  "d1",
-		Destination: bob,
+		Destination: bobID,
 		FileName:    "report.pdf",
 		Size:        58,
 		SHA256:      shaA,
@@ -67,7 +79,7 @@ func TestMatch(t *testing.T) {
 		{name: "absent matches nothing", a: Answer{Result: Absent, Authoritative: true, Objects: []Object{obj("s1", shaA, bob, "report.pdf")}}},
 		{name: "cant_tell matches nothing", a: Answer{Result: CantTell, Objects: []Object{obj("s1", shaA, bob, "report.pdf")}}},
 		{name: "empty found", a: found()},
-		{name: "dispatch without sha256", a: found(obj("s1", "", bob, "report.pdf")), d: Dispatch{Destination: bob, FileName: "report.pdf"}},
+		{name: "dispatch without sha256", a: found(obj("s1", "", bob, "report.pdf")), d: Dispatch{Destination: bobID, FileName: "report.pdf"}},
 		{name: "dispatch without destination", a: found(obj("s1", shaA, "", "report.pdf")), d: Dispatch{SHA256: shaA, FileName: "report.pdf"}},
 		{name: "nil taken is fine", a: found(obj("s1", shaA, bob, "report.pdf")), taken: nil, confirm: "s1"},
 	}
@@ -98,7 +110,7 @@ func TestMatch(t *testing.T) {
 
 func TestMatchPointsIntoAnswer(t *testing.T) {
 	a := Answer{Result: Found, Objects: []Object{obj("s1", shaA, bob, "f.txt")}}
-	c, _, _ := Match(a, Dispatch{Destination: bob, FileName: "f.txt", SHA256: shaA}, nil)
+	c, _, _ := Match(a, Dispatch{Destination: bobID, FileName: "f.txt", SHA256: shaA}, nil)
 	if c != &a.Objects[0] {
 		t.Fatalf("confirm does not point into the answer's objects")
 	}
@@ -138,7 +150,7 @@ func TestAskAlwaysSaysWhy(t *testing.T) {
 		{"a detail of its own is kept", fixed{a: Answer{Result: CantTell, Detail: "the server is down."}}, "the server is down."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Ask(context.Background(), tc.p, Dispatch{DispatchID: "d", FileName: "f.txt", Destination: "xmpp:bob@localhost", SHA256: "ab"}, unbound{})
+			v := Ask(context.Background(), tc.p, Dispatch{DispatchID: "d", FileName: "f.txt", Destination: bobID, SHA256: "ab"}, unbound{})
 			if !strings.HasSuffix(v.Answer.Detail, tc.want) || strings.TrimSpace(v.Answer.Detail) == "" {
 				t.Errorf("detail %q; want %q", v.Answer.Detail, tc.want)
 			}

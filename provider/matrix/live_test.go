@@ -76,7 +76,7 @@ func sendFile(t *testing.T, mx map[string]string, name string, content []byte) s
 }
 
 func liveDispatch(name string, content []byte, from time.Time) provider.Dispatch {
-	return provider.Dispatch{DispatchID: "live", Destination: "matrix:@bob:localhost", FileName: name, Size: int64(len(content)),
+	return provider.Dispatch{DispatchID: "live", Destination: idOf("matrix:@bob:localhost"), FileName: name, Size: int64(len(content)),
 		SHA256: sum(content), From: from, Until: time.Now().Add(time.Second)}
 }
 
@@ -247,7 +247,7 @@ func TestLivePeerBackDated(t *testing.T) {
 	call(alice, "POST", path+"/read_markers", js(map[string]string{"m.fully_read": last, "m.read": last}), ctype)
 
 	d := liveDispatch(name, content, start)
-	d.Destination = "matrix:" + room
+	d.Destination = idOf("matrix:" + room)
 	cfg := Config{Homeserver: hs, User: "@alice:localhost", AccessToken: alice, AllowHTTP: true}
 	a, err := New(cfg).Lookup(context.Background(), d)
 	confirm, _, _ := provider.Match(a, d, nil)

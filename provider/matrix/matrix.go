@@ -196,17 +196,16 @@ func recipientOf(room string, direct map[string][]string, dest string) string {
 // not encrypted; its history is walked over the last hour as a lookup walks it; and the
 // homeserver's media repository, where a lookup downloads a file's bytes, must answer
 // (its configuration, read with the account's token). It says what it saw.
-func (p *Provider) Check(ctx context.Context, destination string, now time.Time) (string, error) {
+func (p *Provider) Check(ctx context.Context, destination gate.Identity, now time.Time) (string, error) {
 	if err := p.cfg.check(); err != nil {
 		return "", err
 	}
 	var dest string
-	if destination != "" {
-		id, err := gate.ProviderID(destination)
-		if err != nil || id.Namespace() != "matrix" {
+	if !destination.IsZero() {
+		if destination.Namespace() != "matrix" {
 			return "", fmt.Errorf("destination %q is not a matrix: identity (matrix:@user:server or matrix:!room:server)", destination)
 		}
-		dest = id.String()
+		dest = destination.String()
 	}
 	ctx, s, end, err := p.start(ctx)
 	if err != nil {
@@ -294,11 +293,10 @@ func checkDispatch(d provider.Dispatch) (string, error) {
 			return "", fmt.Errorf("dispatch %s: SHA256 %q is not 64 hex digits", d.DispatchID, d.SHA256)
 		}
 	}
-	id, err := gate.ProviderID(d.Destination)
-	if err != nil || id.Namespace() != "matrix" {
+	if d.Destination.Namespace() != "matrix" {
 		return "", fmt.Errorf("dispatch %s: destination %q is not a matrix: identity", d.DispatchID, d.Destination)
 	}
-	return id.String(), nil
+	return d.Destination.String(), nil
 }
 
 // session is one Lookup's conversation with the homeserver.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/sendonce/sendonce/gate"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -171,7 +172,7 @@ func world(t *testing.T, mutate func(*fakeHomeserver)) (*Provider, provider.Disp
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	p := New(Config{Homeserver: srv.URL, User: "@alice:localhost", Password: f.password, AllowHTTP: true, Timeout: 10 * time.Second})
-	d := provider.Dispatch{DispatchID: "d1", Destination: "matrix:@bob:localhost", FileName: "report.txt", Size: int64(len(ours)),
+	d := provider.Dispatch{DispatchID: "d1", Destination: idOf("matrix:@bob:localhost"), FileName: "report.txt", Size: int64(len(ours)),
 		SHA256: sum(ours), From: now.Add(-time.Minute), Until: now}
 	return p, d, f
 }
@@ -206,7 +207,7 @@ func TestLookupFindsTheEventInTheDirectRoom(t *testing.T) {
 // in that room.
 func TestLookupByRoomID(t *testing.T) {
 	p, d, _ := world(t, nil)
-	d.Destination = "matrix:!dm:localhost"
+	d.Destination = idOf("matrix:!dm:localhost")
 	a, err := p.Lookup(context.Background(), d)
 	confirm, _, _ := provider.Match(a, d, nil)
 	if err != nil || confirm == nil || confirm.ID != "$ours" || confirm.Recipient != "matrix:!dm:localhost" {
@@ -305,7 +306,7 @@ func TestCheck(t *testing.T) {
 			if tc.name == "a wrong password" {
 				p.cfg.Password = "s3cret-pw"
 			}
-			saw, err := p.Check(context.Background(), tc.dest, time.Now())
+			saw, err := p.Check(context.Background(), idOf(tc.dest), time.Now())
 			got := saw
 			if err != nil {
 				got = err.Error()
@@ -408,4 +409,16 @@ func TestLookupTokenThatDoesNotMove(t *testing.T) {
 	if err != nil || whole || len(found) != 0 {
 		t.Fatalf("found %v, whole %v, %v; want not whole", found, whole, err)
 	}
+}
+
+// idOf is a provider id as a dispatch names it: the zero Identity for "".
+func idOf(s string) gate.Identity {
+	if s == "" {
+		return gate.Identity{}
+	}
+	id, err := gate.ProviderID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"github.com/sendonce/sendonce/gate"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -461,23 +462,23 @@ func TestCollect(t *testing.T) {
 
 func TestLookupRefusesBadInput(t *testing.T) {
 	good := provider.Dispatch{
-		DispatchID: "d", Destination: "xmpp:bob@localhost", FileName: "f.txt", Size: 1,
+		DispatchID: "d", Destination: idOf("xmpp:bob@localhost"), FileName: "f.txt", Size: 1,
 		SHA256: strings.Repeat("ab", 32), From: time.Now().Add(-time.Minute), Until: time.Now(),
 	}
 	cfg := Config{JID: "alice@localhost", Password: secret, Addr: "127.0.0.1:1", StartTLS: true}
 	for name, mutate := range map[string]func(*provider.Dispatch, *Config){
-		"no file name":      func(d *provider.Dispatch, _ *Config) { d.FileName = "" },
-		"a path":            func(d *provider.Dispatch, _ *Config) { d.FileName = "a/b.txt" },
-		"no window":         func(d *provider.Dispatch, _ *Config) { d.From = time.Time{} },
-		"reversed window":   func(d *provider.Dispatch, _ *Config) { d.From, d.Until = d.Until, d.From },
-		"negative size":     func(d *provider.Dispatch, _ *Config) { d.Size = -1 },
-		"bad sha256":        func(d *provider.Dispatch, _ *Config) { d.SHA256 = "xyz" },
-		"title destination": func(d *provider.Dispatch, _ *Config) { d.Destination = "title:Bob" },
-		"unknown namespace": func(d *provider.Dispatch, _ *Config) { d.Destination = "mailto:bob@localhost" },
-		"no password":       func(_ *provider.Dispatch, c *Config) { c.Password = "" },
-		"bad jid":           func(_ *provider.Dispatch, c *Config) { c.JID = "@@" },
-		"bad addr":          func(_ *provider.Dispatch, c *Config) { c.Addr = "localhost" },
-		"negative timeout":  func(_ *provider.Dispatch, c *Config) { c.Timeout = -time.Second },
+		"no file name":          func(d *provider.Dispatch, _ *Config) { d.FileName = "" },
+		"a path":                func(d *provider.Dispatch, _ *Config) { d.FileName = "a/b.txt" },
+		"no window":             func(d *provider.Dispatch, _ *Config) { d.From = time.Time{} },
+		"reversed window":       func(d *provider.Dispatch, _ *Config) { d.From, d.Until = d.Until, d.From },
+		"negative size":         func(d *provider.Dispatch, _ *Config) { d.Size = -1 },
+		"bad sha256":            func(d *provider.Dispatch, _ *Config) { d.SHA256 = "xyz" },
+		"title destination":     func(d *provider.Dispatch, _ *Config) { d.Destination, _ = gate.Title("Bob") },
+		"another provider's id": func(d *provider.Dispatch, _ *Config) { d.Destination = idOf("matrix:@bob:localhost") },
+		"no password":           func(_ *provider.Dispatch, c *Config) { c.Password = "" },
+		"bad jid":               func(_ *provider.Dispatch, c *Config) { c.JID = "@@" },
+		"bad addr":              func(_ *provider.Dispatch, c *Config) { c.Addr = "localhost" },
+		"negative timeout":      func(_ *provider.Dispatch, c *Config) { c.Timeout = -time.Second },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, c := good, cfg
@@ -494,7 +495,7 @@ func TestLookupRefusesBadInput(t *testing.T) {
 	// A lookup by name only (no destination) is valid input: here it cannot
 	// connect, which is CantTell and no error.
 	d := good
-	d.Destination = ""
+	d.Destination = gate.Identity{}
 	a, err := New(cfg).Lookup(context.Background(), d)
 	if err != nil || a.Result != provider.CantTell || strings.Contains(a.Detail, secret) {
 		t.Errorf("by name only, unreachable: %+v %v", a, err)
@@ -570,4 +571,16 @@ func TestCollectorPeersCannotSteerTheSearch(t *testing.T) {
 	if q := c.take("q2"); q == nil || len(q.errs) != 1 {
 		t.Errorf("our own message with a stamp that does not parse: %+v; want an error", q)
 	}
+}
+
+// idOf is a provider id as a dispatch names it: the zero Identity for "".
+func idOf(s string) gate.Identity {
+	if s == "" {
+		return gate.Identity{}
+	}
+	id, err := gate.ProviderID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
 }

@@ -168,14 +168,13 @@ func checkDispatch(d provider.Dispatch) (jid.JID, error) {
 			return jid.JID{}, fmt.Errorf("dispatch %s: SHA256 %q is not 64 hex digits", d.DispatchID, d.SHA256)
 		}
 	}
-	if d.Destination == "" {
+	if d.Destination.IsZero() {
 		return jid.JID{}, nil
 	}
-	id, err := gate.ProviderID(d.Destination)
-	if err != nil || id.Namespace() != "xmpp" {
+	if d.Destination.Namespace() != "xmpp" {
 		return jid.JID{}, fmt.Errorf("dispatch %s: destination %q is not an xmpp: identity", d.DispatchID, d.Destination)
 	}
-	j, err := jid.Parse(id.Value())
+	j, err := jid.Parse(d.Destination.Value())
 	if err != nil {
 		return jid.JID{}, fmt.Errorf("dispatch %s: destination %q: %v", d.DispatchID, d.Destination, err)
 	}
@@ -388,8 +387,8 @@ func (p *Provider) begin(ctx context.Context) (context.Context, context.CancelFu
 // same checks: https, the account's domain or download_hosts, a public address unless
 // allow_private_addresses). Nothing is uploaded: any HTTP answer there is a download
 // that reached the service. It says what it saw; an error names the setting to change.
-// The destination (an xmpp: id, or "") is not read: the archive is the account's own.
-func (p *Provider) Check(ctx context.Context, destination string, now time.Time) (string, error) {
+// The destination (an xmpp: id, or the zero Identity) is not read: the archive is the account's own.
+func (p *Provider) Check(ctx context.Context, destination gate.Identity, now time.Time) (string, error) {
 	ctx, cancel, account, err := p.begin(ctx)
 	if err != nil {
 		return "", err

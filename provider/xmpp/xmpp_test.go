@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/xml"
+	"github.com/sendonce/sendonce/gate"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -284,7 +285,7 @@ func timed(t *testing.T, p *Provider, d provider.Dispatch) (provider.Answer, tim
 func TestLive(t *testing.T) {
 	b := liveTestBed(t)
 	cfg := aliceConfig(t, b)
-	bob := "xmpp:" + b.get(t, "BOB_JID")
+	bob := idOf("xmpp:" + b.get(t, "BOB_JID"))
 	run := hex.EncodeToString(randomBytes(t, 4)) // unique file names per test run
 	p := New(cfg)
 	snd := newSender(t, b, cfg)
@@ -478,10 +479,10 @@ func TestLive(t *testing.T) {
 		if v.Confirm != nil || v.Pick != nil || !strings.Contains(v.Answer.Detail, "allow_private_addresses") || !v.Answer.Final {
 			t.Fatalf("want no pick, a detail naming allow_private_addresses, and a final answer: %+v", v)
 		}
-		if _, err := New(strict).Check(context.Background(), "", time.Now()); err == nil || !strings.Contains(err.Error(), `"allow_private_addresses": true`) {
+		if _, err := New(strict).Check(context.Background(), gate.Identity{}, time.Now()); err == nil || !strings.Contains(err.Error(), `"allow_private_addresses": true`) {
 			t.Fatalf("Check without allow_private_addresses: %v; want an error naming it", err)
 		}
-		saw, err := New(cfg).Check(context.Background(), "", time.Now())
+		saw, err := New(cfg).Check(context.Background(), gate.Identity{}, time.Now())
 		if err != nil || !strings.Contains(saw, "reached it") {
 			t.Fatalf("Check with allow_private_addresses: %q, %v; want a download that reached the upload service", saw, err)
 		}
