@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/sendonce/sendonce/gate"
 )
@@ -49,15 +50,16 @@ var (
 	headingLine  = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 )
 
-// slug is a heading's anchor as GitHub makes it: lower case, spaces to hyphens, other
-// punctuation dropped.
+// slug is a heading's anchor as GitHub makes it: lower case, spaces to hyphens, hyphens
+// and letters, marks, digits and connectors (in any script) kept, every other character
+// dropped (an em dash or a × too, not only ASCII punctuation).
 func slug(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
 		case r == ' ':
 			b.WriteRune('-')
-		case r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r > 127:
+		case r == '-' || unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.Pc):
 			b.WriteRune(r)
 		}
 	}
@@ -141,7 +143,7 @@ func TestDocsCommands(t *testing.T) {
 	}
 	checked := 0
 	for _, doc := range docFiles(t) {
-		if doc == "BENCHMARKS.md" || doc == "docs/reliability.md" {
+		if doc == "docs/benchmarks-history.md" || doc == "docs/reliability.md" {
 			continue // records of past runs, with the commands as they were then
 		}
 		for _, line := range commandLines(readDoc(t, doc)) {
@@ -181,6 +183,83 @@ func TestDocsCommands(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Errorf("only %d command lines found in the documents: the reader is broken", checked)
+	}
+}
+
+// benchmarksColumns are the columns of BENCHMARKS.md's one table, in order.
+var benchmarksColumns = []string{"figure", "value", "goal", "anchor measured beside it (its value)", "command", "date (UTC)", "machine"}
+
+// tableCells splits a Markdown table row on its unescaped pipes (a pipe inside a
+// command is written \|).
+func tableCells(row string) []string {
+	row = strings.TrimSpace(row)
+	row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
+	var cells []string
+	var cell strings.Builder
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
+			cell.WriteByte('|')
+			i++
+		case row[i] == '|':
+			cells = append(cells, strings.TrimSpace(cell.String()))
+			cell.Reset()
+		default:
+			cell.WriteByte(row[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cell.String()))
+}
+
+// TestBenchmarksTable: BENCHMARKS.md is today's figures as one table, and every row
+// says how to check it: a value, a goal, an anchor (its value, or "none measured"), the
+// command in a code span, a date and a machine. The history is linked, not inlined.
+func TestBenchmarksTable(t *testing.T) {
+	text := readDoc(t, "BENCHMARKS.md")
+	var tables [][]string
+	inTable := false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		if !inTable {
+			tables = append(tables, nil)
+			inTable = true
+		}
+		tables[len(tables)-1] = append(tables[len(tables)-1], line)
+	}
+	if len(tables) != 1 {
+		t.Fatalf("BENCHMARKS.md has %d tables; want one (the history belongs in docs/benchmarks-history.md)", len(tables))
+	}
+	rows := tables[0]
+	if got := tableCells(rows[0]); !slices.Equal(got, benchmarksColumns) {
+		t.Fatalf("BENCHMARKS.md's table has the columns %q; want %q", got, benchmarksColumns)
+	}
+	if len(rows) < 3 {
+		t.Fatalf("BENCHMARKS.md's table has no figures")
+	}
+	date := regexp.MustCompile(`^20[0-9]{2}-[0-9]{2}-[0-9]{2}\b`)
+	for _, row := range rows[2:] {
+		c := tableCells(row)
+		if len(c) != len(benchmarksColumns) {
+			t.Errorf("BENCHMARKS.md: %d cells, want %d: %s", len(c), len(benchmarksColumns), row)
+			continue
+		}
+		for i, name := range benchmarksColumns {
+			if c[i] == "" || c[i] == "-" || c[i] == "—" {
+				t.Errorf("BENCHMARKS.md: %q has no %s (write \"none measured\" or \"none set\" where there is none)", c[0], name)
+			}
+		}
+		if !codeSpan.MatchString(c[4]) {
+			t.Errorf("BENCHMARKS.md: %q: the command %q is not in a code span", c[0], c[4])
+		}
+		if !date.MatchString(c[5]) {
+			t.Errorf("BENCHMARKS.md: %q: the date %q is not YYYY-MM-DD", c[0], c[5])
+		}
+	}
+	if !strings.Contains(text, "](docs/benchmarks-history.md") {
+		t.Error("BENCHMARKS.md does not link docs/benchmarks-history.md")
 	}
 }
 
