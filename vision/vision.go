@@ -536,7 +536,8 @@ func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Dur
 // DefaultPoll is the time between two looks while waiting. A frame is read once it
 // equals the capture a poll before it, so the poll is also how long the app must have
 // drawn nothing there: 40 ms is over two frames of a 60 Hz toolkit, and it took 0.95 s
-// off a delivery against 75 ms (BENCHMARKS.md).
+// off a delivery against 75 ms (docs/benchmarks-history.md, the 2026-12-02 morning
+// section).
 const DefaultPoll = 40 * time.Millisecond
 
 // PollInterval is Poll, or DefaultPoll when Poll is not set.

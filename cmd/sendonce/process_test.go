@@ -74,7 +74,8 @@ func decode(t *testing.T, out string) map[string]any {
 // TestManyProcessesOneGrant starts 64 processes that claim one key on one store at the
 // same moment, several rounds in a row, and sees exactly one grant each round and 63
 // refusals that name the winner's task (exit 4); none fails closed. (How long they take
-// is in BENCHMARKS.md: BenchmarkContended64, beside 64 bare process starts.)
+// is in BENCHMARKS.md's rows for 64 processes on one key: BenchmarkContended64, beside
+// 64 bare process starts.)
 func TestManyProcessesOneGrant(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {

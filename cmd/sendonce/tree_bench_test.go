@@ -21,8 +21,8 @@ import (
 // (as the sent item's read reads them), and, as the anchor, a capture of the title's
 // region and its OCR with an engine already loaded (the read the tree's replaces,
 // before its cross-check).
-// It reports each one's p50 and p99 in milliseconds. Not in CI: BENCHMARKS.md says how
-// it was run.
+// It reports each one's p50 and p99 in milliseconds. Not in CI: BENCHMARKS.md's row
+// for Gajim's tree read gives the command, its figures and the date.
 func BenchmarkLiveTreeReads(b *testing.B) {
 	d, display := liveDesktop(b)
 	ctx := context.Background()

@@ -37,8 +37,8 @@ import (
 // Gajim's profile TestReplayedPathReadBack uses, the path's own characters). It reports how many were read back, how many reads that
 // took, and how long a path took to type. A path not read back leaves its field's
 // capture and every reading in SENDONCE_TYPED_DIR (default: a temporary folder) for a
-// person to tell a lost key from a misread. Not in CI: BENCHMARKS.md says how it
-// was run (SENDONCE_TYPED_PATHS changes the count,
+// person to tell a lost key from a misread. Not in CI: BENCHMARKS.md's typing rows
+// give the command (SENDONCE_TYPED_PATHS changes the count,
 // SENDONCE_TYPED_WITH the typist: see typePath).
 func BenchmarkLiveTypedPathReadBack(b *testing.B) {
 	bed := liveTestBed(b)

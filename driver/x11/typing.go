@@ -14,8 +14,10 @@ import (
 )
 
 // typingPace is the pause after each typed character: the anchor's rate (xdotool at
-// 2 ms a character), against robotgo's 5 ms hold of every key. BENCHMARKS.md ("Typing
-// as XTest events") has what 300 paths typed so into the test bed's chooser showed.
+// 2 ms a character), against robotgo's 5 ms hold of every key. BENCHMARKS.md's typing
+// rows have today's figures; docs/benchmarks-history.md ("Typing as XTest events", in
+// the 2026-12-02 evening section) has what 300 paths typed so into the test bed's
+// chooser showed.
 const typingPace = 2 * time.Millisecond
 
 // xtestTyping readies c to type text as XTest key events on it (see typeKeys); it

@@ -11,14 +11,16 @@ import (
 // checkpointer copies the WAL back into the database file on its own connection, in the
 // background, so that no claim does the copying: SQLite's automatic checkpoint runs
 // inside the commit that crosses its threshold, making that one claim several times
-// slower than the others (the p99 in BENCHMARKS.md). The store's own connection has
+// slower than the others (the p99 in docs/benchmarks-history.md, the gate store's cost
+// per claim, 2026-12-01). The store's own connection has
 // automatic checkpoints off.
 //
 // Every so many commits it runs a passive checkpoint, which copies pages without
 // blocking anyone, and then a restart checkpoint, which copies the few frames committed
 // meanwhile and lets the next writer start the WAL from its beginning (a WAL that keeps
 // growing makes every commit's fsync dearer: a sync that must also record the file's
-// new size costs half as much again, BENCHMARKS.md). The restart takes this process's
+// new size costs half as much again; docs/benchmarks-history.md, issue 15 in one
+// sitting, 2026-12-02 night). The restart takes this process's
 // turn on the store first: SQLite's busy handler polls, and a process claiming back to
 // back would take the write lock again before every poll, the restart failing for as
 // long as the claims went on. So this process's next transaction waits for those few

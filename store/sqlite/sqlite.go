@@ -448,7 +448,8 @@ func (b *Backend) migrate(ctx context.Context, mode migration) error {
 		// page_size and journal_mode are properties of the file, set before its first
 		// table; neither can change inside a transaction. Small pages make a commit cheap:
 		// a claim touches about a dozen pages, and the fsync that makes it durable costs
-		// in proportion to the bytes of their WAL frames (see BENCHMARKS.md).
+		// in proportion to the bytes of their WAL frames (see docs/benchmarks-history.md,
+		// the gate store's cost per claim, 2026-12-01).
 		if _, err := b.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", pageSize)); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // the statements, COMMIT or ROLLBACK. database/sql's Tx would start a goroutine for
 // every transaction, and the driver one more for its BEGIN and COMMIT under the
 // transaction's context; waking a thread for each cost a claim about a tenth of its
-// time (BENCHMARKS.md, issue 15).
+// time (docs/benchmarks-history.md, issue 15 in one sitting, 2026-12-02 night).
 
 // turn is this process's one transaction at a time on the connection: a channel of one,
 // so that a wait for it ends when the waiter's ctx does. A restart checkpoint takes it too.
