@@ -8,25 +8,48 @@
 // backwards in the server's own order, keeping the m.room.message events the account
 // sent in the window whose file (m.file, m.image, m.video, m.audio) is named as the
 // dispatch's file. Only the account's own events bound that walk: no event of another
-// sender, whatever its timestamp, ends it. An event in
-// the destination's room is the candidate confirmation; one in another room is evidence
-// of another recipient, never a confirmation. A room whose events are encrypted cannot
-// be read: the answer is then "can't tell", never "absent". Every failure of the server
-// or the network is "can't tell" with a Detail; the answer is authoritative "absent"
-// only when the destination's whole window was read.
+// sender, whatever its timestamp, ends it, and another sender's content is never read.
+// An event in the destination's room is the candidate confirmation; one in another room
+// is evidence of another recipient, never a confirmation. A room whose events are
+// encrypted cannot be read: the answer is then "can't tell", never "absent". Every
+// failure of the server or the network is "can't tell" with a Detail; the answer is
+// authoritative "absent" only when the destination's whole window was read.
+//
+// The files: matrix.go the rules (Lookup, doctor's Check, which events count, the
+// window, the walk's bounds, what is authoritative); client.go the conversation with the
+// homeserver; config.go the account's settings.
+//
+// The client-server API is spoken by mautrix-go (maunium.net/go/mautrix, its
+// *mautrix.Client): Login and Logout, JoinedRooms, GetAccountData (m.direct),
+// StateEvent (m.room.encryption), Messages (its pagination tokens, direction b),
+// Download (authenticated media; the older /_matrix/media/v3 path through its
+// MakeFullRequestWithResp where a server has none) and GetMediaConfig. What stays ours:
+// the rules above, and how the client is held. It runs on the Provider's own
+// *http.Client (no redirect followed; no transparent decompression, so the bytes hashed
+// are the bytes stored), with one attempt a call (no retry, no waiting on a rate
+// limit), answers of 8 MiB at most, a download read to the file's size and no further,
+// and no logger: mautrix logs through zerolog, to the context's logger before its
+// client's, so its client's is zerolog.Nop() and each call's context holds a disabled
+// one (zerolog is reached only through mautrix and for this). Its errors are rewritten
+// as one sentence (request, HTTP status, Matrix error code) with the account's secrets
+// removed.
+//
+// The cost, measured when mautrix v0.33.0 came in (issue 45): `go list -deps` of this
+// package 206 packages before, 274 after (mautrix, go.mau.fi/util, zerolog with
+// go-colorable and go-isatty, tidwall's gjson and sjson, filippo.io/edwards25519:
+// mautrix's client and event packages import its attachment, key-backup and signature
+// code); cmd/sendonce's binary 35.58 MB before, 37.08 MB after (+1.5 MB, +4.2%;
+// CGO_ENABLED=0: 34.70 MB to 36.23 MB). No cgo enters: every package it adds is pure
+// Go, and CGO_ENABLED=0 builds the whole module as before.
 package matrix
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -161,25 +184,6 @@ func (p *Provider) Lookup(ctx context.Context, d provider.Dispatch) (provider.An
 	return provider.Answer{Result: provider.Absent, Authoritative: complete, Detail: p.redact(b.String())}, nil
 }
 
-// start bounds ctx by the configured timeout and opens a session: the configured access
-// token, or a password login of its own. end logs that login out and releases ctx.
-func (p *Provider) start(ctx context.Context) (_ context.Context, _ *session, end func(), _ error) {
-	timeout := p.cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	s := &session{p: p, token: p.cfg.AccessToken}
-	if s.token != "" {
-		return ctx, s, cancel, nil
-	}
-	if err := s.login(ctx); err != nil {
-		cancel()
-		return nil, nil, nil, fmt.Errorf("logging in as %s failed: %v", p.cfg.User, err)
-	}
-	return ctx, s, func() { s.logout(context.WithoutCancel(ctx)); cancel() }, nil
-}
-
 // recipientOf is who a room's events reach, as gate spells it: the room itself when the
 // destination names it, else the one user of a direct room, else the room.
 func recipientOf(room string, direct map[string][]string, dest string) string {
@@ -252,16 +256,6 @@ func (p *Provider) Check(ctx context.Context, destination gate.Identity, now tim
 	return saw + "; its media repository answers", nil
 }
 
-// mediaAnswers reads the media repository's configuration, as a download goes:
-// authenticated media first, the older path when the server has none.
-func (s *session) mediaAnswers(ctx context.Context) error {
-	err := s.call(ctx, "GET", "/_matrix/client/v1/media/config", nil, nil, nil)
-	if err != nil && (strings.Contains(err.Error(), "HTTP 404") || strings.Contains(err.Error(), "HTTP 400") || strings.Contains(err.Error(), "HTTP 405")) {
-		err = s.call(ctx, "GET", "/_matrix/media/v3/config", nil, nil, nil)
-	}
-	return err
-}
-
 func (p *Provider) cantTell(format string, args ...any) provider.Answer {
 	return provider.Answer{Result: provider.CantTell, Detail: p.redact("Matrix lookup: " + fmt.Sprintf(format, args...) + ".")}
 }
@@ -299,150 +293,6 @@ func checkDispatch(d provider.Dispatch) (string, error) {
 	return d.Destination.String(), nil
 }
 
-// session is one Lookup's conversation with the homeserver.
-type session struct {
-	p     *Provider
-	token string
-	own   bool // the token is this session's own login: logged out at the end
-}
-
-// call sends one request to the client-server API and decodes its JSON answer into out
-// (nil: ignored). A non-2xx answer is an error naming the Matrix error code.
-func (s *session) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	u := strings.TrimRight(s.p.cfg.Homeserver, "/") + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.p.client.Do(req)
-	if err != nil {
-		return errors.New(s.p.redact(err.Error()))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var me struct {
-			Code  string `json:"errcode"`
-			Error string `json:"error"`
-		}
-		json.Unmarshal(data, &me)
-		return fmt.Errorf("%s %s: HTTP %d %s %s", method, path, resp.StatusCode, me.Code, s.p.redact(me.Error))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: the answer is not the expected JSON: %v", method, path, err)
-	}
-	return nil
-}
-
-func (s *session) login(ctx context.Context) error {
-	var out struct {
-		Token string `json:"access_token"`
-	}
-	err := s.call(ctx, "POST", "/_matrix/client/v3/login", nil, map[string]any{
-		"type": "m.login.password", "identifier": map[string]string{"type": "m.id.user", "user": s.p.cfg.User},
-		"password": s.p.cfg.Password, "initial_device_display_name": "sendonce lookup",
-	}, &out)
-	if err == nil && out.Token == "" {
-		err = errors.New("the login answered no access token")
-	}
-	s.token, s.own = out.Token, err == nil
-	return err
-}
-
-func (s *session) logout(ctx context.Context) {
-	if s.own {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s.call(ctx, "POST", "/_matrix/client/v3/logout", nil, map[string]any{}, nil)
-	}
-}
-
-func (s *session) joinedRooms(ctx context.Context) ([]string, error) {
-	var out struct {
-		Rooms []string `json:"joined_rooms"`
-	}
-	if err := s.call(ctx, "GET", "/_matrix/client/v3/joined_rooms", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	if len(out.Rooms) > maxRooms {
-		return nil, fmt.Errorf("%d joined rooms, more than the %d a lookup reads", len(out.Rooms), maxRooms)
-	}
-	return out.Rooms, nil
-}
-
-// directRooms maps each direct room to its user ids (canonical), from the account's
-// m.direct data (none: no direct rooms).
-func (s *session) directRooms(ctx context.Context) (map[string][]string, error) {
-	var byUser map[string][]string
-	err := s.call(ctx, "GET", "/_matrix/client/v3/user/"+url.PathEscape(s.p.cfg.User)+"/account_data/m.direct", nil, nil, &byUser)
-	if err != nil && strings.Contains(err.Error(), "M_NOT_FOUND") {
-		return map[string][]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rooms := map[string][]string{}
-	for user, ids := range byUser {
-		id, err := gate.ProviderID("matrix:" + user)
-		if err != nil {
-			continue
-		}
-		for _, room := range ids {
-			rooms[room] = append(rooms[room], id.Value())
-		}
-	}
-	return rooms, nil
-}
-
-// encrypted says whether the room's events are encrypted (it has m.room.encryption).
-func (s *session) encrypted(ctx context.Context, room string) (bool, error) {
-	err := s.call(ctx, "GET", "/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/state/m.room.encryption/", nil, nil, nil)
-	switch {
-	case err == nil:
-		return true, nil
-	case strings.Contains(err.Error(), "M_NOT_FOUND"):
-		return false, nil
-	}
-	return false, err
-}
-
-// event is a room event as /messages gives it.
-type event struct {
-	ID      string `json:"event_id"`
-	Type    string `json:"type"`
-	Sender  string `json:"sender"`
-	TS      int64  `json:"origin_server_ts"`
-	Content struct {
-		MsgType  string `json:"msgtype"`
-		Body     string `json:"body"`
-		FileName string `json:"filename"`
-		URL      string `json:"url"`
-	} `json:"content"`
-}
-
 // sentFiles pages the room's history backwards in the server's own order (its pagination
 // tokens), keeping the file events the account sent named d.FileName in d's window.
 //
@@ -456,97 +306,52 @@ type event struct {
 // is paged through; a token that does not move, or maxPages pages, end it not whole.
 func (s *session) sentFiles(ctx context.Context, room string, d provider.Dispatch) (found []provider.Object, whole bool, err error) {
 	want := norm.NFC.String(d.FileName)
-	// The server may narrow the pages to the account's own messages; the check below
-	// holds whether it does or not.
-	filter, _ := json.Marshal(map[string]any{"types": []string{"m.room.message", "m.room.encrypted"}, "senders": []string{s.p.cfg.User}})
 	from := ""
 	for page := 0; page < maxPages; page++ {
-		q := url.Values{"dir": {"b"}, "limit": {"100"}, "filter": {string(filter)}}
-		if from != "" {
-			q.Set("from", from)
-		}
-		var out struct {
-			Chunk []event `json:"chunk"`
-			End   string  `json:"end"`
-		}
-		if err := s.call(ctx, "GET", "/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/messages", q, nil, &out); err != nil {
+		chunk, end, err := s.messages(ctx, room, from)
+		if err != nil {
 			return nil, false, err
 		}
-		for _, e := range out.Chunk {
-			if e.Sender != s.p.cfg.User {
-				continue // another sender's: no bound, no object
+		for _, e := range chunk {
+			if e == nil || string(e.Sender) != s.p.cfg.User {
+				continue // another sender's: no bound, no object, its content not even read
 			}
-			at := time.UnixMilli(e.TS)
+			at := time.UnixMilli(e.Timestamp)
 			if at.Before(d.From.Add(-time.Minute)) { // the server's clock may lag the store's a little
 				return found, true, nil // ours, from before the window: everything of ours since was read
 			}
-			if e.Type != "m.room.message" || at.After(d.Until.Add(time.Minute)) {
+			if e.Type.Type != "m.room.message" || at.After(d.Until.Add(time.Minute)) {
 				continue
 			}
-			switch e.Content.MsgType {
+			var c fileContent
+			if len(e.Content.VeryRaw) == 0 {
+				continue // no content: no file
+			}
+			if err := json.Unmarshal(e.Content.VeryRaw, &c); err != nil {
+				// Ours, in the window, and unreadable: it may be the file.
+				return nil, false, fmt.Errorf("the content of %s's event %s is not the expected JSON: %v", s.p.cfg.User, e.ID, err)
+			}
+			switch c.MsgType {
 			case "m.file", "m.image", "m.video", "m.audio":
 			default:
 				continue
 			}
-			name := e.Content.FileName
+			name := c.FileName
 			if name == "" {
-				name = e.Content.Body
+				name = c.Body
 			}
-			if norm.NFC.String(name) != want || !strings.HasPrefix(e.Content.URL, "mxc://") {
+			if norm.NFC.String(name) != want || !strings.HasPrefix(c.URL, "mxc://") {
 				continue
 			}
-			found = append(found, provider.Object{ID: e.ID, Link: e.Content.URL, At: at, FileName: d.FileName})
+			found = append(found, provider.Object{ID: string(e.ID), Link: c.URL, At: at, FileName: d.FileName})
 		}
 		switch {
-		case out.End == "":
+		case end == "":
 			return found, true, nil // the room's first event
-		case out.End == from:
+		case end == from:
 			return found, false, nil // the token does not move: not read to the end
 		}
-		from = out.End
+		from = end
 	}
 	return found, false, nil
-}
-
-// download fetches an mxc:// content's bytes and hashes them: authenticated media first,
-// the older unauthenticated path when the server has none. More than size bytes are
-// other bytes: reading stops there.
-func (s *session) download(ctx context.Context, mxc string, size int64) (string, error) {
-	server, media, ok := strings.Cut(strings.TrimPrefix(mxc, "mxc://"), "/")
-	if !ok || server == "" || media == "" || strings.ContainsAny(media, "/?#") {
-		return "", fmt.Errorf("%q is not an mxc://server/id URI", mxc)
-	}
-	path := "/" + url.PathEscape(server) + "/" + url.PathEscape(media)
-	sum, status, err := s.fetch(ctx, "/_matrix/client/v1/media/download"+path, size)
-	if status == http.StatusNotFound || status == http.StatusBadRequest || status == http.StatusMethodNotAllowed {
-		sum, _, err = s.fetch(ctx, "/_matrix/media/v3/download"+path, size)
-	}
-	return sum, err
-}
-
-func (s *session) fetch(ctx context.Context, path string, size int64) (string, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second+time.Duration(size>>20)*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(s.p.cfg.Homeserver, "/")+path, nil)
-	if err != nil {
-		return "", 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := s.p.client.Do(req)
-	if err != nil {
-		return "", 0, errors.New(s.p.redact(err.Error()))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", resp.StatusCode, fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
-	}
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(resp.Body, size+1))
-	if err != nil {
-		return "", resp.StatusCode, err
-	}
-	if n > size {
-		return "", resp.StatusCode, fmt.Errorf("GET %s: more than the file's %d bytes: other bytes", path, size)
-	}
-	return hex.EncodeToString(h.Sum(nil)), resp.StatusCode, nil
 }
