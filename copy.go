@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/sendonce/sendonce/internal/files"
+	"github.com/sendonce/sendonce/internal/workstation"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/registry"
 )
@@ -127,7 +128,7 @@ func adoptWorkstation(from, stateDir string) (string, error) {
 		return "", nil // the state folder has an identity of its own: it stays
 	}
 	src := filepath.Join(from, WorkstationKeyFile)
-	w, err := readWorkstation(src)
+	w, err := workstation.Read(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -159,5 +160,5 @@ func adoptWorkstation(from, stateDir string) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("%w: placing %s: %v", ErrUnavailable, dst, err)
 	}
-	return w.id, nil
+	return w.ID, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/staging"
 	"github.com/sendonce/sendonce/provider"
 	"github.com/sendonce/sendonce/provider/registry"
 	"github.com/sendonce/sendonce/store"
@@ -102,15 +103,15 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return DeliveryResult{}, err
 	}
 	defer in.closeFile()
-	in.staging.prune(c.clock())
-	staged, err := in.staging.stage(in.file, in.name, in.profile.UploadLimitBytes)
+	in.staging.Prune(c.clock())
+	staged, err := in.staging.Stage(in.file, in.name, in.profile.UploadLimitBytes)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
 	placed := false
 	defer func() {
 		if !placed {
-			staged.discard()
+			staged.Discard()
 		}
 	}()
 	keys := in.dest.Keys(staged.Digest)
@@ -144,7 +145,8 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		return DeliveryResult{}, err
 	}
 	defer closeDesktop()
-	if err := in.staging.checkAppReads(ctx, drv, in.profile); err != nil {
+	if err := in.staging.CheckAppReads(ctx, drv, in.profile); err != nil {
+		err = fieldError("staging", err)
 		return DeliveryResult{}, err
 	}
 	if req.SentItemTimeout > 0 {
@@ -171,7 +173,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		}
 		d.after("claiming")
 		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor,
-			Origin: store.Origin{Workstation: ws.id, FileName: staged.Name, Size: staged.Size}, EvidenceRoot: c.evidenceRoot})
+			Origin: store.Origin{Workstation: ws.ID, FileName: staged.Name, Size: staged.Size}, EvidenceRoot: c.evidenceRoot})
 		if err == nil && res.Granted {
 			err = c.noteToken(ctx, res.Permit.Token())
 		}
@@ -201,21 +203,21 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		dispatch = "dry-run-" + strings.ReplaceAll(task, "/", "~") // a service's AGENT/SUBTASK names one folder
 	}
 	placed = true
-	snap, err := staged.place(dispatch)
+	snap, err := staged.Place(dispatch)
 	if err != nil {
 		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: %v", store.ErrUnavailable, err))
 	}
 	if req.DryRun {
-		defer removeSnapshot(snap)
+		defer staging.RemoveSnapshot(snap)
 	}
 	bundleDir := filepath.Join(c.evidenceRoot, dispatch)
 	m := evidence.Manifest{Keys: out.Keys, Identity: keys[0].Identity().String(), IdentityStrength: string(out.IdentityStrength), Title: in.dest.Title(),
 		App: in.profile.App, Task: task, Token: out.Token, DispatchID: dispatch, ContentSHA256: snap.Digest.String(), Size: snap.Size,
-		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(), Workstation: ws.id,
+		FileName: snap.Name, ToolVersion: "sendonce " + Version, Host: hostname(), Workstation: ws.ID,
 		Profile: &evidence.ProfileUse{Source: in.profile.Source, Text: in.profile.Text}}
 	rec, err := evidence.Create(bundleDir, m, clockFunc(c.clock))
 	if err != nil {
-		removeSnapshot(snap)
+		staging.RemoveSnapshot(snap)
 		return d.abandon(ctx, permit, nil, out, fmt.Errorf("%w: evidence bundle: %v", store.ErrUnavailable, err))
 	}
 	out.Evidence = bundleDir
@@ -223,9 +225,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	// A display is this workstation's: in a shared store, ":0" on two machines is two
 	// displays, so the lease is keyed by the workstation's id (not its host name:
 	// cloned machines share host names).
-	display, err := d.waitForDisplay(ctx, ws.id+"/"+req.Display, task, lease, req.DisplayWait)
+	display, err := d.waitForDisplay(ctx, ws.ID+"/"+req.Display, task, lease, req.DisplayWait)
 	if err != nil {
-		removeSnapshot(snap) // nothing reached the app
+		staging.RemoveSnapshot(snap) // nothing reached the app
 		return d.abandon(ctx, permit, rec, out, err)
 	}
 	defer func() {
@@ -296,7 +298,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	if o := gate.Outcome(res2.Outcome); err == nil && o != gate.SendStatusUnknown {
 		// Settled: the app has nothing left to read. After unknown the app may still be
 		// uploading: the snapshot stays until reconcile or the retention.
-		if rerr := removeSnapshot(snap); rerr != nil {
+		if rerr := staging.RemoveSnapshot(snap); rerr != nil {
 			c.warn("removing the snapshot", rerr, Event{DispatchID: out.DispatchID})
 		}
 	}
@@ -323,7 +325,7 @@ type deliveryInput struct {
 	file      *os.File
 	name      string
 	closeFile func()
-	staging   stagingArea
+	staging   staging.Area
 	dest      gate.Destination // the request's destination, parsed once
 }
 
@@ -358,7 +360,7 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, gate.Invalidf("%s is %d bytes, over %s's upload limit of %d bytes", f.Name(), size, p.App, p.UploadLimitBytes)
 	}
-	if err := checkTypedName(name); err != nil {
+	if err := staging.CheckTypedName(name); err != nil {
 		closeFile()
 		return in, err
 	}
@@ -382,14 +384,25 @@ func (d *Deliverer) check(req DeliveryRequest) (deliveryInput, error) {
 		closeFile()
 		return in, err
 	}
-	for _, part := range strings.Split(strings.Trim(in.staging.dir, "/"), "/") {
-		if err := checkTypedName(part); err != nil {
+	for _, part := range strings.Split(strings.Trim(in.staging.Dir(), "/"), "/") {
+		if err := staging.CheckTypedName(part); err != nil {
 			closeFile()
-			return in, gate.Invalidf("the staging folder %s is typed into the file chooser too: %v", in.staging.dir, err)
+			return in, gate.Invalidf("the staging folder %s is typed into the file chooser too: %v", in.staging.Dir(), err)
 		}
 	}
 	in.file, in.name, in.closeFile = f, name, closeFile
 	return in, nil
+}
+
+// SnapshotRetention is how long a snapshot of an unresolved attempt is kept.
+const SnapshotRetention = staging.Retention
+
+// openStaging checks the request's staging folder.
+func openStaging(dir string) (staging.Area, error) {
+	if dir == "" {
+		return staging.Area{}, fieldError("staging", errors.New("is required"))
+	}
+	return staging.Open(dir)
 }
 
 // providerWanted: a provider id in a namespace some provider answers for, and an
@@ -421,7 +434,7 @@ const (
 
 // startAsking starts asking the provider about this dispatch, on a context of its own:
 // after a crossing the answer is wanted even when the caller gave up.
-func (d *Deliverer) startAsking(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot, look time.Duration) *providerAsk {
+func (d *Deliverer) startAsking(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap staging.Snapshot, look time.Duration) *providerAsk {
 	a := &providerAsk{confirmed: make(chan struct{}), lookEnded: make(chan struct{}), objectID: make(chan string, 1)}
 	go func() {
 		// It may run as long as the look, and then as long as it could before it ran
@@ -447,7 +460,7 @@ const finalReadMargin = 10 * time.Second
 // server stores it, and the screen looks), closing confirmed if that object confirms
 // it. It writes the last answer into the evidence, bound to this dispatch, and returns
 // the confirming object's id ("" when none).
-func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap snapshot, lookEnded <-chan struct{}, confirmed chan<- struct{}) string {
+func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap staging.Snapshot, lookEnded <-chan struct{}, confirmed chan<- struct{}) string {
 	c := d.Client
 	ns := key.Identity().Namespace()
 	p, err := registry.Open(ns, req.ProviderConfig, c.getenv)
@@ -601,7 +614,7 @@ func (c *Client) sealBundle(dir, outcome string, reasons []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.Seal(outcome, reasons, c.ws.key)
+	_, err = r.Seal(outcome, reasons, c.ws.Key)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sendonce/sendonce/internal/clock"
+	"github.com/sendonce/sendonce/internal/staging"
 	"image"
 	"io/fs"
 	"os"
@@ -249,7 +250,7 @@ func doctorAppReads(dir string, owner driver.ProcessOwner, p *driver.Profile, w 
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		if c.UID != 0 && c.UID != os.Getuid() {
-			return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s, and the staging folder %s does not exist yet: deliver would make it private (0700), which %s cannot read", p.App, w.PID, userName(c.UID), dir, userName(c.UID)), "", fix
+			return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s, and the staging folder %s does not exist yet: deliver would make it private (0700), which %s cannot read", p.App, w.PID, staging.UserName(c.UID), dir, staging.UserName(c.UID)), "", fix
 		}
 		return "app reads snapshots", nil, "the staging folder does not exist yet: deliver makes it private (0700), which the app, running as you, can read", ""
 	}
@@ -257,10 +258,10 @@ func doctorAppReads(dir string, owner driver.ProcessOwner, p *driver.Profile, w 
 	if err != nil {
 		return "app reads snapshots", err, "", fix
 	}
-	if err := a.appCanRead(c); err != nil {
-		return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s: %v", p.App, w.PID, userName(c.UID), err), "", fix
+	if err := a.AppCanRead(c); err != nil {
+		return "app reads snapshots", fmt.Errorf("%s (pid %d) runs as %s: %v", p.App, w.PID, staging.UserName(c.UID), err), "", fix
 	}
-	return "app reads snapshots", nil, fmt.Sprintf("%s (pid %d) runs as %s and can open snapshots in %s", p.App, w.PID, userName(c.UID), a.dir), ""
+	return "app reads snapshots", nil, fmt.Sprintf("%s (pid %d) runs as %s and can open snapshots in %s", p.App, w.PID, staging.UserName(c.UID), a.Dir()), ""
 }
 
 // doctorOCR reads the profile's title region of the app's window.

@@ -68,7 +68,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 		return ClaimResult{}, err
 	}
 	if c.ws != nil {
-		origin.Workstation = c.ws.id
+		origin.Workstation = c.ws.ID
 	}
 	res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: req.Task, Lease: req.Lease, Request: req.Request, MinToken: floor, Origin: origin})
 	var refusal *gate.Refusal

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/staging"
 	"github.com/sendonce/sendonce/provider"
 	"github.com/sendonce/sendonce/provider/registry"
 	"github.com/sendonce/sendonce/store"
@@ -64,10 +65,10 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		return ReconcileResult{}, err
 	}
 	// The staging folder is checked once; a folder that fails the rules is left alone.
-	var staging *stagingArea
+	var area *staging.Area
 	if req.Staging != "" {
-		if area, err := openStaging(req.Staging); err == nil {
-			staging = &area
+		if a, err := openStaging(req.Staging); err == nil {
+			area = &a
 		}
 	}
 	out := ReconcileResult{Reconciled: []Reconciled{}}
@@ -84,8 +85,8 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 			}
 		}
 		r := c.reconcileOne(ctx, ns, p, a, ks)
-		if r.Result == "resolved" && staging != nil {
-			staging.remove(a.DispatchID)
+		if r.Result == "resolved" && area != nil {
+			area.Remove(a.DispatchID)
 		}
 		c.info("reconcile", Event{Key: r.Key, DispatchID: r.DispatchID, Detail: r.Result + " " + r.Outcome})
 		out.Reconciled = append(out.Reconciled, r)
@@ -103,7 +104,7 @@ func (c *Client) recordFromBundle(ctx context.Context, a store.AttemptRecord, ks
 	if a.Recorded || a.Evidence == "" {
 		return nil, false
 	}
-	if c.ws != nil && a.Workstation != "" && a.Workstation != c.ws.id {
+	if c.ws != nil && a.Workstation != "" && a.Workstation != c.ws.ID {
 		return nil, false // its bundle is on workstation a.Workstation
 	}
 	r := &Reconciled{DispatchID: a.DispatchID, Key: ks[0].Key, Result: "recorded_from_bundle"}

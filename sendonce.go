@@ -36,6 +36,7 @@ import (
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/clock"
+	"github.com/sendonce/sendonce/internal/workstation"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/registry"
 )
@@ -116,8 +117,8 @@ type Client struct {
 	stateDir     string
 	getenv       func(string) string
 	events       *notifier
-	ws           *workstation // loaded on first use
-	storeIDCache string       // the store's id, read on first use
+	ws           *workstation.Identity // loaded on first use
+	storeIDCache string                // the store's id, read on first use
 	clock        func() time.Time
 }
 

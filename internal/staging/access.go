@@ -1,4 +1,4 @@
-package sendonce
+package staging
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 // key would be consumed for nothing. So before anything is claimed, the rights of the
 // app's process are checked against the folder the snapshot would be placed in.
 
-// appCanRead says why a process with the credentials c could not open a snapshot placed
+// AppCanRead says why a process with the credentials c could not open a snapshot placed
 // in the area (nil when it could): every folder down to the staging folder must let it
 // in, and the snapshot itself is readable by the staging folder's owner, or by its group
 // when the folder gives its group read access.
-func (a stagingArea) appCanRead(c driver.Credentials) error {
+func (a Area) AppCanRead(c driver.Credentials) error {
 	if c.UID == 0 {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (a stagingArea) appCanRead(c driver.Credentials) error {
 }
 
 // readers names who can read a snapshot placed in the area.
-func (a stagingArea) readers() string {
+func (a Area) readers() string {
 	if !a.groupRead {
 		return "you alone (the folder gives its group no read access)"
 	}
@@ -84,10 +84,10 @@ func ownerOf(fi os.FileInfo) string {
 	if !ok {
 		return "owner unknown"
 	}
-	return userName(uid) + ":" + groupName(gid)
+	return UserName(uid) + ":" + groupName(gid)
 }
 
-func userName(uid int) string {
+func UserName(uid int) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		return u.Username
 	}
@@ -101,10 +101,10 @@ func groupName(gid int) string {
 	return strconv.Itoa(gid)
 }
 
-// checkAppReads refuses, as bad input, a delivery whose app could not read the
-// snapshot. It checks only a desktop whose windows are processes of this machine, and
+// CheckAppReads says why a delivery's app could not read the snapshot (nil when it
+// could): the caller refuses such a delivery as bad input. It checks only a desktop whose windows are processes of this machine, and
 // only the app's one main window; finding no window is for the delivery to report.
-func (a stagingArea) checkAppReads(ctx context.Context, drv driver.Driver, p *driver.Profile) error {
+func (a Area) CheckAppReads(ctx context.Context, drv driver.Driver, p *driver.Profile) error {
 	owner, ok := drv.(driver.ProcessOwner)
 	if !ok {
 		return nil
@@ -117,14 +117,14 @@ func (a stagingArea) checkAppReads(ctx context.Context, drv driver.Driver, p *dr
 	if err != nil {
 		return nil // the process went away, or /proc hides it: the delivery finds out
 	}
-	if err := a.appCanRead(c); err != nil {
+	if err := a.AppCanRead(c); err != nil {
 		group := "APPGROUP"
 		if len(c.Groups) > 0 {
 			group = groupName(c.Groups[0])
 		}
-		return fieldError("staging", fmt.Errorf("%s (pid %d) runs as %s, which could not open the file sendonce gives it: %v. "+
+		return fmt.Errorf("%s (pid %d) runs as %s, which could not open the file sendonce gives it: %v. "+
 			"Give --staging (or SENDONCE_STAGING) a folder of yours that %s can enter, with its group: chgrp %s DIR && chmod 0750 DIR",
-			p.App, w.PID, userName(c.UID), err, userName(c.UID), group))
+			p.App, w.PID, UserName(c.UID), err, UserName(c.UID), group)
 	}
 	return nil
 }
