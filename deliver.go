@@ -34,7 +34,7 @@ type Deliverer struct {
 	// script is read from the app's tree alone, and the result says so.
 	OCRLanguages vision.Languages
 	// OpenTree, when set, gives the accessibility tree of the display's apps, for the
-	// profile steps that read it (OpenAccessibility); the returned func closes it.
+	// profile steps that read it (driver.OpenAccessibility); the returned func closes it.
 	OpenTree func(ctx context.Context, display string) (driver.Tree, func())
 	// AfterDurable, when set, is called right after each named moment of a delivery is
 	// durable or done: claiming (everything checked, the claim about to be asked for),

@@ -1,8 +1,7 @@
 // Package sendonce delivers a file through a desktop chat app at most once per intended
 // delivery, and leaves proof. It is the Go API behind the sendonce command: every use
-// case (deliver, reconcile, status, show, and the gate operations an agent that drives
-// an app itself needs) is a method here with a typed request and a typed result, and
-// those results are the JSON contract the CLI prints.
+// case is a function or method here with a typed request and a typed result, and those
+// results are the JSON contract the CLI, the MCP server and the HTTP service print.
 //
 // A Client is one open store:
 //
@@ -10,7 +9,30 @@
 //	...
 //	st, err := c.Status(ctx, sendonce.StatusRequest{Key: key})
 //
-// A Deliverer adds a desktop and OCR to a Client and runs whole deliveries.
+// The map, by what a user does (each file of this package is one row):
+//
+//   - Deliver a file (deliver.go): a Deliverer adds a desktop and OCR to a Client;
+//     Deliverer.Deliver claims, drives the app through its profile, crosses each
+//     boundary with a one-use pass from the store, and records the outcome and its
+//     evidence bundle. A DeliveryRequest names its Destination (content.go: an exact
+//     visible title, a provider id, or both; parsed once into a gate.Destination) and
+//     its Content (the bytes, read once).
+//   - Drive an app yourself (gate.go): Claim, Record, Authorize, Resolve, Status and
+//     Show: the gate's operations for an agent that does its own clicking.
+//   - Settle what is unknown (reconcile.go): Reconcile asks the chat provider.
+//   - Check and prove (evidence.go): VerifyEvidence, OpenBundle, Classify; deliberate
+//     redelivery is signed by a registered person (authorizer.go: keys, SignAuthorization,
+//     SignStatement).
+//   - Look at the desktop (desktop.go): Doctor, Inspect, CheckProfile, ListProfiles,
+//     OCRLanguages.
+//   - Keep the store (sendonce.go, copy.go): Open, Init, Client.Workstation, CopyStore.
+//   - Read what came back (results.go, results_text.go, exitcodes.go): the results, the
+//     sentinel errors and the one table from errors and outcomes to exit codes.
+//
+// Below it: gate (the pure rules), store (their persistence: store/sqlite,
+// store/postgres, chosen in store/registry), evidence (records and judges), driver
+// (acts, by profile), vision (sees), provider (asks the chat service), and internal/
+// (mechanisms: staging, the workstation's identity, files opened safely, the clock).
 //
 // Errors and outcomes. A method returns an error when it decided nothing, or when the
 // gate refused: branch on them with errors.Is — ErrInvalid (bad input: fix it),
@@ -30,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
@@ -254,4 +277,173 @@ type RequestRef = store.RequestRef
 // retention). Delivery keys are never forgotten.
 func (c *Client) ForgetRequests(ctx context.Context, before time.Time) (int, error) {
 	return c.store.ForgetRequests(ctx, before)
+}
+
+// Level says what an Event is.
+type Level string
+
+const (
+	LevelProgress Level = "progress" // one line per step of a delivery
+	LevelInfo     Level = "info"     // something done that a log would keep
+	LevelWarn     Level = "warn"     // something went wrong that the result alone may not show
+)
+
+// Event is one progress line or warning.
+type Event struct {
+	Level      Level  `json:"level"`
+	Message    string `json:"message"`
+	Err        string `json:"error,omitempty"`
+	Key        string `json:"key,omitempty"`
+	DispatchID string `json:"dispatch_id,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+// Hook receives a client's events, in order, from one goroutine.
+type Hook func(Event)
+
+// hookBuffer is how many events wait for a slow hook before new ones are dropped.
+const hookBuffer = 256
+
+// notifier hands events to a hook through a buffer, never blocking the sender: when
+// the hook is slow, events are dropped.
+type notifier struct {
+	ch      chan Event
+	done    chan struct{} // closed by close: drain what is queued, then stop
+	drained chan struct{}
+	once    sync.Once
+}
+
+func newNotifier(h Hook) *notifier {
+	if h == nil {
+		return nil
+	}
+	n := &notifier{ch: make(chan Event, hookBuffer), done: make(chan struct{}), drained: make(chan struct{})}
+	go func() {
+		defer close(n.drained)
+		for {
+			select {
+			case e := <-n.ch:
+				h(e)
+			case <-n.done:
+				for {
+					select {
+					case e := <-n.ch:
+						h(e)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return n
+}
+
+// send queues e, or drops it when the buffer is full. Safe on a nil notifier.
+func (n *notifier) send(e Event) {
+	if n == nil {
+		return
+	}
+	select {
+	case n.ch <- e:
+	default:
+	}
+}
+
+// close lets the hook have what is queued, waiting at most closeWait for it.
+func (n *notifier) close() {
+	if n == nil {
+		return
+	}
+	n.once.Do(func() { close(n.done) })
+	select {
+	case <-n.drained:
+	case <-time.After(closeWait):
+	}
+}
+
+const closeWait = 200 * time.Millisecond
+
+func (c *Client) warn(msg string, err error, e Event) {
+	e.Level, e.Message = LevelWarn, msg
+	if err != nil {
+		e.Err = err.Error()
+	}
+	c.events.send(e)
+}
+
+func (c *Client) info(msg string, e Event) {
+	e.Level, e.Message = LevelInfo, msg
+	c.events.send(e)
+}
+
+// WorkstationKeyFile is the file in the state folder that holds this workstation's id
+// and the key that seals its bundles (internal/workstation).
+const WorkstationKeyFile = workstation.KeyFile
+
+// ensureWorkstation loads (or makes) this workstation's identity and registers its
+// key in the store, once per Client.
+func (c *Client) ensureWorkstation(ctx context.Context) (*workstation.Identity, error) {
+	if c.ws != nil {
+		return c.ws, nil
+	}
+	w, err := workstation.Load(c.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.RegisterWorkstation(ctx, w.ID, w.Public()); err != nil {
+		return nil, err
+	}
+	c.ws = w
+	return w, nil
+}
+
+// registerWorkstation is Init's: it makes and registers the identity of the machine
+// that creates the store.
+func registerWorkstation(ctx context.Context, s *store.Store, dir string) (string, error) {
+	w, err := workstation.Load(dir)
+	if err != nil {
+		return "", err
+	}
+	return w.ID, s.RegisterWorkstation(ctx, w.ID, w.Public())
+}
+
+// Workstation is this workstation's id and the public key that seals its bundles; it
+// makes and registers them on first use.
+func (c *Client) Workstation(ctx context.Context) (WorkstationResult, error) {
+	w, err := c.ensureWorkstation(ctx)
+	if err != nil {
+		return WorkstationResult{}, err
+	}
+	return WorkstationResult{Workstation: w.ID, PublicKey: encodeKey(w.Public()), StateDir: c.stateDir}, nil
+}
+
+// floorFile is the fencing floor's file for this Client's store.
+func (c *Client) floorFile(ctx context.Context) (string, error) {
+	if c.storeIDCache == "" {
+		id, err := c.store.StoreID(ctx)
+		if err != nil {
+			return "", err
+		}
+		c.storeIDCache = id
+	}
+	return workstation.FloorFile(c.stateDir, c.storeIDCache), nil
+}
+
+// tokenFloor is the highest token this workstation was granted by the store, 0 for none.
+func (c *Client) tokenFloor(ctx context.Context) (uint64, error) {
+	path, err := c.floorFile(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return workstation.Floor(path)
+}
+
+// noteToken raises the floor to token (never lowers it).
+func (c *Client) noteToken(ctx context.Context, token uint64) error {
+	path, err := c.floorFile(ctx)
+	if err != nil {
+		return err
+	}
+	return workstation.NoteToken(path, token)
 }

@@ -101,7 +101,7 @@ func cmdDeliver(ctx context.Context, env *environment, args []string) error {
 	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
 	}
-	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
+	desk := desktop{open: openLive, tree: driver.OpenAccessibility}
 	if f.replay != "" {
 		desk = replayDesktop(&f)
 	}
@@ -167,7 +167,7 @@ func cmdRecordFixture(ctx context.Context, env *environment, args []string) erro
 	}
 	// The app's tree is recorded beside the frames (replay.Recorder.Tree).
 	tree := func(ctx context.Context, display string) (driver.Tree, func()) {
-		t, closeTree := sendonce.OpenAccessibility(ctx, display)
+		t, closeTree := driver.OpenAccessibility(ctx, display)
 		if rec == nil {
 			return t, closeTree
 		}
@@ -254,7 +254,7 @@ func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sen
 	if err != nil {
 		return nil, nil, err
 	}
-	desk := desktop{open: openLive, tree: sendonce.OpenAccessibility}
+	desk := desktop{open: openLive, tree: driver.OpenAccessibility}
 	if replayDir != "" {
 		desk = replayDesktop(&deliverFlags{replay: replayDir})
 	}

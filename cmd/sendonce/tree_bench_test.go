@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/vision/atspi"
 	"github.com/sendonce/sendonce/vision/tesseract"
@@ -34,7 +33,7 @@ func BenchmarkLiveTreeReads(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tree, closeTree := sendonce.OpenAccessibility(ctx, display)
+	tree, closeTree := driver.OpenAccessibility(ctx, display)
 	defer closeTree()
 	ocr, err := tesseract.New(nil)
 	if err != nil {

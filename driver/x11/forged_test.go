@@ -27,7 +27,6 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
-	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/driver/x11"
 	"github.com/sendonce/sendonce/vision/atspi"
@@ -253,7 +252,7 @@ func findAndRead(t *testing.T, d honestDesktop) (driver.Window, *atspi.Node, err
 	if err != nil {
 		return w, nil, err
 	}
-	tree, closeTree := sendonce.OpenAccessibility(ctx, d.display)
+	tree, closeTree := driver.OpenAccessibility(ctx, d.display)
 	defer closeTree()
 	n, err := tree.Snapshot(ctx, w.PID, driver.TreeScope{Windows: &atspi.Match{Name: w.Title}})
 	return w, n, err
@@ -318,7 +317,7 @@ func TestTreeSourcesForged(t *testing.T) {
 	// disagree.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tree, closeTree := sendonce.OpenAccessibility(ctx, d.display)
+	tree, closeTree := driver.OpenAccessibility(ctx, d.display)
 	defer closeTree()
 	n, err = tree.Snapshot(ctx, d.app, driver.TreeScope{Windows: &atspi.Match{Name: "Gajim"}})
 	if !errors.Is(err, atspi.ErrSourcesDisagree) {

@@ -1,4 +1,4 @@
-package sendonce
+package driver
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
 
@@ -19,7 +18,7 @@ import (
 // (atspi.AskForTree: a Chromium-built app shows its pages only when asked). A display
 // without one costs nothing until a step reads it, which then stops, naming what to
 // install or set.
-func OpenAccessibility(_ context.Context, display string) (driver.Tree, func()) {
+func OpenAccessibility(_ context.Context, display string) (Tree, func()) {
 	t := &accessibility{display: display, located: map[int]string{}, buses: map[string]*atspi.Bus{}, apps: map[int]atspi.App{}}
 	return t, t.close
 }
@@ -41,7 +40,7 @@ const snapshotTime = 5 * time.Second
 const askTime = 5 * time.Second
 
 // snapshotLimits are the bounds of one read of an app's tree in scope.
-func snapshotLimits(scope driver.TreeScope) atspi.Limits {
+func snapshotLimits(scope TreeScope) atspi.Limits {
 	l := atspi.Limits{ShowingOnly: true, Time: snapshotTime, Windows: scope.Windows, Within: scope.Within, ThroughViewports: scope.ThroughViewports}
 	if scope.Time > 0 {
 		l.Time = scope.Time
@@ -49,7 +48,7 @@ func snapshotLimits(scope driver.TreeScope) atspi.Limits {
 	return l
 }
 
-func (t *accessibility) Snapshot(ctx context.Context, pid int, scope driver.TreeScope) (*atspi.Node, error) {
+func (t *accessibility) Snapshot(ctx context.Context, pid int, scope TreeScope) (*atspi.Node, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	bus, err := t.bus(ctx, pid)

@@ -1,10 +1,9 @@
-package sendonce
+package driver
 
 import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
 
@@ -13,12 +12,12 @@ import (
 func TestSnapshotLimits(t *testing.T) {
 	dialog := &atspi.Match{Role: "dialog"}
 	for _, c := range []struct {
-		scope driver.TreeScope
+		scope TreeScope
 		want  time.Duration
 	}{
-		{driver.TreeScope{}, snapshotTime},
-		{driver.TreeScope{Time: 30 * time.Second, Windows: dialog}, 30 * time.Second},
-		{driver.TreeScope{Time: time.Second, ThroughViewports: true}, time.Second},
+		{TreeScope{}, snapshotTime},
+		{TreeScope{Time: 30 * time.Second, Windows: dialog}, 30 * time.Second},
+		{TreeScope{Time: time.Second, ThroughViewports: true}, time.Second},
 	} {
 		l := snapshotLimits(c.scope)
 		if l.Time != c.want || !l.ShowingOnly || l.Windows != c.scope.Windows || l.ThroughViewports != c.scope.ThroughViewports {
