@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,8 +88,10 @@ func (s *session) describe(err error) error {
 			code, msg = he.RespError.ErrCode, he.RespError.Err
 		}
 		return errors.New(s.p.redact(fmt.Sprintf("%s: HTTP %d %s %s", what, he.Response.StatusCode, code, msg)))
-	case he.WrappedError != nil: // answered 2xx, but not what was asked for
+	case he.WrappedError != nil && he.ResponseBody != "": // answered 2xx, but not what was asked for
 		return errors.New(s.p.redact(fmt.Sprintf("%s: the answer is not the expected JSON: %v", what, he.WrappedError)))
+	case he.WrappedError != nil: // answered 2xx, but its body could not be read (or is too long)
+		return errors.New(s.p.redact(fmt.Sprintf("%s: %s: %v", what, he.Message, he.WrappedError)))
 	}
 	return errors.New(s.p.redact(what + ": " + he.Message))
 }
@@ -217,8 +218,8 @@ func (s *session) encrypted(ctx context.Context, room string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var content json.RawMessage
-	err = cli.StateEvent(quiet(ctx, cli), id.RoomID(room), event.StateEncryption, "", &content)
+	// Any answer but M_NOT_FOUND is the event: its content is not read.
+	err = cli.StateEvent(quiet(ctx, cli), id.RoomID(room), event.StateEncryption, "", nil)
 	switch {
 	case err == nil:
 		return true, nil
@@ -246,14 +247,6 @@ func (s *session) messages(ctx context.Context, room, from string) (chunk []*eve
 		return nil, "", fmt.Errorf("GET /_matrix/client/v3/rooms/%s/messages: the answer is empty", room)
 	}
 	return resp.Chunk, resp.End, nil
-}
-
-// fileContent is what a file event's content says of its file.
-type fileContent struct {
-	MsgType  string `json:"msgtype"`
-	Body     string `json:"body"`
-	FileName string `json:"filename"`
-	URL      string `json:"url"`
 }
 
 // download fetches an mxc:// content's bytes and hashes them: authenticated media first,

@@ -293,6 +293,14 @@ func checkDispatch(d provider.Dispatch) (string, error) {
 	return d.Destination.String(), nil
 }
 
+// fileContent is what a file event's content says of its file.
+type fileContent struct {
+	MsgType  string `json:"msgtype"`
+	Body     string `json:"body"`
+	FileName string `json:"filename"`
+	URL      string `json:"url"`
+}
+
 // sentFiles pages the room's history backwards in the server's own order (its pagination
 // tokens), keeping the file events the account sent named d.FileName in d's window.
 //
