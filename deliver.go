@@ -236,7 +236,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		c.store.ReleaseDisplay(ctx, display)
 	}()
 
-	guarded := driver.Guarded{Driver: drv, Guard: func(ctx context.Context) error { return c.store.CheckDisplay(ctx, display) }}
+	guarded := driver.Guarded{Driver: drv, Guard: c.store.Guard(display)}
 	var tree driver.Tree
 	if d.OpenTree != nil {
 		var closeTree func()
@@ -269,12 +269,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 	// Both leases are renewed while the delivery runs; a refused renewal (fenced,
 	// expired) stops it at once, and a paused process renews nothing.
 	runCtx, stopRenewing := context.WithCancelCause(ctx)
-	renewed := store.KeepAlive(runCtx, lease/3, stopRenewing, func(ctx context.Context) error {
-		if _, err := c.store.Renew(ctx, permit, lease); err != nil {
-			return err
-		}
-		return c.store.RenewDisplay(ctx, display, lease)
-	})
+	renewed := c.store.KeepLeases(runCtx, permit, display, lease, stopRenewing)
 	res, err := runner.Deliver(runCtx)
 	out.TitleSources, out.AccessibilityTree = res.TitleSources, res.Tree
 	stopRenewing(nil)

@@ -91,6 +91,23 @@ func (s *Store) CheckDisplay(ctx context.Context, d *DisplayLease) error {
 	})
 }
 
+// Guard is CheckDisplay as a function of its own: what the desktop asks before every
+// input event (driver.Guarded), straight from the store.
+func (s *Store) Guard(d *DisplayLease) func(context.Context) error {
+	return func(ctx context.Context) error { return s.CheckDisplay(ctx, d) }
+}
+
+// KeepLeases renews a delivery's two leases, its permit's and its display's, every
+// third of lease until ctx ends (KeepAlive: a refused renewal calls stop).
+func (s *Store) KeepLeases(ctx context.Context, p *Permit, d *DisplayLease, lease time.Duration, stop context.CancelCauseFunc) <-chan error {
+	return KeepAlive(ctx, lease/3, stop, func(ctx context.Context) error {
+		if _, err := s.Renew(ctx, p, lease); err != nil {
+			return err
+		}
+		return s.RenewDisplay(ctx, d, lease)
+	})
+}
+
 // RenewDisplay extends a live display lease.
 func (s *Store) RenewDisplay(ctx context.Context, d *DisplayLease, lease time.Duration) error {
 	return s.update(ctx, func(tx Tx) error {
