@@ -249,7 +249,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		Vars: driver.Vars{Address: in.dest.Address(), Title: in.dest.Title(), FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
 		Progress: func(format string, args ...any) {
 			e := Event{Level: LevelProgress, Message: fmt.Sprintf(format, args...), Key: out.Key, DispatchID: dispatch}
-			c.events.send(e)
+			c.events.Send(e)
 			req.progress(e)
 		},
 	}
@@ -417,16 +417,6 @@ type providerAsk struct {
 	objectID  chan string   // the confirming object's id, "" when none; sent once
 }
 
-// While the screen still looks, the provider is asked again askFirst after its first
-// answer, then less and less often, up to askMost apart.
-const (
-	askFirst = 250 * time.Millisecond
-	askMost  = 2 * time.Second
-	// asksAfterLook is how often it is asked once the look ended: at once, then a
-	// second apart (as it was asked before it ran beside the look).
-	asksAfterLook = 4
-)
-
 // startAsking starts asking the provider about this dispatch, on a context of its own:
 // after a crossing the answer is wanted even when the caller gave up.
 func (d *Deliverer) startAsking(ctx context.Context, req DeliveryRequest, rec *evidence.Recorder, permit *store.Permit, key gate.Key, snap staging.Snapshot, look time.Duration) *providerAsk {
@@ -471,31 +461,7 @@ func (d *Deliverer) askProvider(ctx context.Context, req DeliveryRequest, rec *e
 	from, until := lookupWindow(*a)
 	dispatch := provider.Dispatch{DispatchID: permit.DispatchID(), Destination: key.Identity(),
 		FileName: snap.Name, Size: snap.Size, SHA256: snap.Digest.String(), From: from, Until: until}
-	var v provider.Verdict
-	// While the screen is still looking, the provider is asked again after askFirst,
-	// then at twice the interval each time up to askMost; once the look has ended, four
-	// more times a second apart (as it was asked before it ran beside the look): it is
-	// never asked less.
-	interval := askFirst
-	for after := 0; after <= asksAfterLook; { // after: the asks made since the look ended, and the one due
-		// While the look runs only a confirmation ends the asking: our own object may
-		// not be archived yet, and an older one with other bytes or another recipient
-		// must not be taken for it. After the look, any pick ends it, as before.
-		v = provider.Ask(ctx, p, dispatch, c.store)
-		if v.Confirm != nil || (v.Pick != nil && after > 0) || v.Answer.Final { // after > 0: the look has ended; Final: its settings refuse what it lacks
-			break
-		}
-		select {
-		case <-lookEnded: // the asks after the look: at once, then a second apart
-			if after++; after > 1 && after <= asksAfterLook && sleep(ctx, time.Second) != nil {
-				after = asksAfterLook + 1
-			}
-		case <-time.After(interval):
-			interval = min(2*interval, askMost)
-		case <-ctx.Done():
-			after = asksAfterLook + 1
-		}
-	}
+	v := provider.AskBeside(ctx, p, dispatch, c.store, lookEnded)
 	l := &evidence.Lookup{Provider: ns, DispatchID: dispatch.DispatchID, Result: string(v.Answer.Result), Authoritative: v.Answer.Authoritative}
 	if o := v.Pick; o != nil {
 		l.Result, l.ObjectID, l.SHA256, l.Recipient = "found", o.ID, o.SHA256, o.Recipient

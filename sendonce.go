@@ -52,13 +52,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/clock"
+	"github.com/sendonce/sendonce/internal/notify"
 	"github.com/sendonce/sendonce/internal/workstation"
 	"github.com/sendonce/sendonce/store"
 	"github.com/sendonce/sendonce/store/registry"
@@ -139,7 +139,7 @@ type Client struct {
 	evidenceRoot string
 	stateDir     string
 	getenv       func(string) string
-	events       *notifier
+	events       *notify.Queue[Event]
 	ws           *workstation.Identity // loaded on first use
 	storeIDCache string                // the store's id, read on first use
 	clock        func() time.Time
@@ -253,12 +253,12 @@ func newClient(o registry.Opened, opt Options, state, evidence string) *Client {
 		getenv = func(string) string { return "" }
 	}
 	return &Client{profiles: driver.Profiles{Dirs: opt.ProfileDirs}, store: o.Store, where: o.Display, schema: o.SchemaVersion, evidenceRoot: evidence, stateDir: state, getenv: getenv,
-		events: newNotifier(opt.Hook), clock: clock.Or(opt.Clock)}
+		events: notify.New[Event](opt.Hook), clock: clock.Or(opt.Clock)}
 }
 
 // Close closes the store.
 func (c *Client) Close() error {
-	c.events.close()
+	c.events.Close()
 	return c.store.Close()
 }
 
@@ -301,80 +301,17 @@ type Event struct {
 // Hook receives a client's events, in order, from one goroutine.
 type Hook func(Event)
 
-// hookBuffer is how many events wait for a slow hook before new ones are dropped.
-const hookBuffer = 256
-
-// notifier hands events to a hook through a buffer, never blocking the sender: when
-// the hook is slow, events are dropped.
-type notifier struct {
-	ch      chan Event
-	done    chan struct{} // closed by close: drain what is queued, then stop
-	drained chan struct{}
-	once    sync.Once
-}
-
-func newNotifier(h Hook) *notifier {
-	if h == nil {
-		return nil
-	}
-	n := &notifier{ch: make(chan Event, hookBuffer), done: make(chan struct{}), drained: make(chan struct{})}
-	go func() {
-		defer close(n.drained)
-		for {
-			select {
-			case e := <-n.ch:
-				h(e)
-			case <-n.done:
-				for {
-					select {
-					case e := <-n.ch:
-						h(e)
-					default:
-						return
-					}
-				}
-			}
-		}
-	}()
-	return n
-}
-
-// send queues e, or drops it when the buffer is full. Safe on a nil notifier.
-func (n *notifier) send(e Event) {
-	if n == nil {
-		return
-	}
-	select {
-	case n.ch <- e:
-	default:
-	}
-}
-
-// close lets the hook have what is queued, waiting at most closeWait for it.
-func (n *notifier) close() {
-	if n == nil {
-		return
-	}
-	n.once.Do(func() { close(n.done) })
-	select {
-	case <-n.drained:
-	case <-time.After(closeWait):
-	}
-}
-
-const closeWait = 200 * time.Millisecond
-
 func (c *Client) warn(msg string, err error, e Event) {
 	e.Level, e.Message = LevelWarn, msg
 	if err != nil {
 		e.Err = err.Error()
 	}
-	c.events.send(e)
+	c.events.Send(e)
 }
 
 func (c *Client) info(msg string, e Event) {
 	e.Level, e.Message = LevelInfo, msg
-	c.events.send(e)
+	c.events.Send(e)
 }
 
 // WorkstationKeyFile is the file in the state folder that holds this workstation's id

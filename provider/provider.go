@@ -155,3 +155,53 @@ func Ask(ctx context.Context, p Provider, d Dispatch, bound Bindings) Verdict {
 	}
 	return v
 }
+
+// While a screen still looks for the sent item, AskBeside asks again askFirst after its
+// first answer, then less and less often, up to askMost apart.
+const (
+	askFirst = 250 * time.Millisecond
+	askMost  = 2 * time.Second
+	// asksAfterLook is how often it is asked once the look ended: at once, then a
+	// second apart (as it was asked before it ran beside the look).
+	asksAfterLook = 4
+)
+
+// AskBeside asks about d beside the screen's look for the sent item, until lookEnded is
+// closed and then asksAfterLook more times, and returns the last verdict. While the look
+// runs only a confirmation ends the asking (our own object may not be archived yet, and
+// an older one with other bytes or another recipient must not be taken for it); after
+// it, any pick ends it; an answer marked Final ends it at once (the provider's settings
+// refuse what it lacks). It is never asked less than asksAfterLook times after the look.
+func AskBeside(ctx context.Context, p Provider, d Dispatch, bound Bindings, lookEnded <-chan struct{}) Verdict {
+	var v Verdict
+	interval := askFirst
+	for after := 0; after <= asksAfterLook; { // after: the asks made since the look ended, and the one due
+		v = Ask(ctx, p, d, bound)
+		if v.Confirm != nil || (v.Pick != nil && after > 0) || v.Answer.Final {
+			break
+		}
+		select {
+		case <-lookEnded: // the asks after the look: at once, then a second apart
+			if after++; after > 1 && after <= asksAfterLook && wait(ctx, time.Second) != nil {
+				after = asksAfterLook + 1
+			}
+		case <-time.After(interval):
+			interval = min(2*interval, askMost)
+		case <-ctx.Done():
+			after = asksAfterLook + 1
+		}
+	}
+	return v
+}
+
+// wait sleeps for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -157,3 +157,39 @@ func TestAskAlwaysSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// countingProvider answers absent until its confirmAt-th lookup (0: never), which
+// finds the dispatch's bytes at its destination.
+type countingProvider struct {
+	asks, confirmAt int
+	final           bool
+}
+
+func (p *countingProvider) Lookup(_ context.Context, d Dispatch) (Answer, error) {
+	p.asks++
+	if p.confirmAt > 0 && p.asks >= p.confirmAt {
+		return Answer{Result: Found, Objects: []Object{{ID: "o1", SHA256: d.SHA256, Recipient: d.Destination.String(), FileName: d.FileName}}}, nil
+	}
+	return Answer{Result: Absent, Authoritative: true, Detail: "nothing yet", Final: p.final}, nil
+}
+
+// TestAskBeside: beside the look only a confirmation ends the asking; once the look
+// ended it is asked asksAfterLook more times; a Final answer ends it at once.
+func TestAskBeside(t *testing.T) {
+	d := Dispatch{DispatchID: "d", Destination: bobID, FileName: "f.txt", SHA256: shaA}
+	running := make(chan struct{}) // the look never ends
+	p := &countingProvider{confirmAt: 3}
+	if v := AskBeside(context.Background(), p, d, unbound{}, running); v.Confirm == nil || v.Confirm.ID != "o1" || p.asks != 3 {
+		t.Errorf("confirmed at the 3rd ask: verdict %+v after %d asks; want o1 after 3", v, p.asks)
+	}
+	ended := make(chan struct{})
+	close(ended)
+	p = &countingProvider{}
+	if v := AskBeside(context.Background(), p, d, unbound{}, ended); v.Confirm != nil || p.asks != 1+asksAfterLook {
+		t.Errorf("never found, the look ended: verdict %+v after %d asks; want none after %d", v, p.asks, 1+asksAfterLook)
+	}
+	p = &countingProvider{final: true}
+	if v := AskBeside(context.Background(), p, d, unbound{}, running); !v.Answer.Final || p.asks != 1 {
+		t.Errorf("a Final answer: verdict %+v after %d asks; want it after 1", v, p.asks)
+	}
+}
