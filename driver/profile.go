@@ -357,6 +357,13 @@ type Step struct {
 	// peer's message can paint: "color": [105, 105, 105].
 	Color          *RGB    `json:"color,omitempty"`
 	ColorTolerance float64 `json:"color_tolerance,omitempty"`
+	// AppearsAfterChoosing marks a step after the choosing (a click, or a wait for a
+	// control to go) whose control shows only once the file is chosen, such as nheko's
+	// upload bar. Every other such control is looked for before the file is chosen
+	// (look before the leap): one that cannot be found or read then stops the delivery
+	// not_sent, where after the choosing it would use up the key:
+	// "appears_after_choosing": true.
+	AppearsAfterChoosing bool `json:"appears_after_choosing,omitempty"`
 }
 
 // Condition is text that shows in a region (of the main window, or of the window

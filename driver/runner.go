@@ -192,6 +192,10 @@ func (r *Runner) deliver(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("the send page must hold no item before the file is chosen (it proves the one item by difference); it shows %d: not choosing", n), err)
 		}
 	}
+	if err := r.lookBeforeTheLeap(ctx); err != nil {
+		r.dismiss(ctx)
+		return err
+	}
 	if err := r.crossingPhase(ctx, gate.ChooseFile, r.Profile.ChooseFile); err != nil {
 		if !r.pressed {
 			r.dismiss(ctx)
@@ -232,6 +236,59 @@ func (r *Runner) deliver(ctx context.Context) error {
 	// what can still confirm the delivery, so it runs to its own timeout even when ctx
 	// was cancelled.
 	return r.lookForSentItem(context.WithoutCancel(ctx), before)
+}
+
+// lookBeforeTheLeap finds, before the file is chosen, every control a step after the
+// choosing acts on or waits on (the send button, the control whose going shows the
+// send was taken): one that cannot be found or read now stops the delivery before any
+// crossing, not_sent, where after the choosing it would use up the key. The look is a
+// safe wait for the control's text or node, its states left out (a send button takes
+// a click only once a file is chosen, but shows before). A step whose control shows
+// only after the choosing says so (AppearsAfterChoosing) and is not looked for.
+func (r *Runner) lookBeforeTheLeap(ctx context.Context) error {
+	var later []Step
+	chosen := false
+	for _, s := range r.Profile.ChooseFile {
+		if s.Class != evidence.Safe {
+			chosen = true
+		} else if chosen {
+			later = append(later, s)
+		}
+	}
+	for _, s := range append(later, r.Profile.Send...) {
+		look, ok := lookFor(s)
+		if !ok {
+			continue
+		}
+		if err := r.safeStep(ctx, look); err != nil {
+			return fmt.Errorf("%s: %w", look.Name, err)
+		}
+	}
+	return nil
+}
+
+// lookFor is the safe wait that finds step s's control before the file is chosen, and
+// whether s has one to look for.
+func lookFor(s Step) (Step, bool) {
+	if s.AppearsAfterChoosing {
+		return Step{}, false
+	}
+	look := Step{Name: "look before the leap: " + s.Name, Class: evidence.Safe, Text: s.Text, Window: s.Window, Region: s.Region,
+		Prep: s.Prep, AltPreps: s.AltPreps, Mode: s.Mode, Exact: s.Exact, Confusable: s.Confusable, Timeout: s.Timeout}
+	if s.Node != nil {
+		n := *s.Node
+		n.States = nil
+		look.Node = &n
+	}
+	switch {
+	case (s.Do == "click_text" || s.Do == "wait_gone") && s.Text != "":
+		look.Do = "wait_text"
+	case s.Do == "click_node" || (s.Do == "wait_gone" && s.Node != nil):
+		look.Do = "wait_node"
+	default:
+		return Step{}, false
+	}
+	return look, true
 }
 
 // finalReadTimeout bounds the last look after a stop.

@@ -13,6 +13,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,6 +316,21 @@ func converseReload(t *testing.T, bed *testBed, display string) {
 	}
 }
 
+// sandboxedStatus is /proc/PID/status once the process's seccomp filter is on, or as
+// it is after 10 s: a renderer Chromium has just started (a spare one, or one for a
+// page it opens) runs a moment before it installs its filter (one was caught with
+// Seccomp: 0, NoNewPrivs: 1, in CI).
+func sandboxedStatus(pid int) ([]byte, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil || regexp.MustCompile(`(?m)^Seccomp:\s+2$`).Match(status) || time.Now().After(deadline) {
+			return status, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestLiveConverseSandboxed: the test bed's Chromium runs as a person's browser does,
 // as a user of its own with its sandbox on: its renderers are under a seccomp filter
 // (Seccomp: 2) in a user namespace of their own, and none runs as root. (As root it
@@ -326,7 +342,10 @@ func TestLiveConverseSandboxed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range converseRenderers(t, bed.get(t, "CONVERSE_PGID")) {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		status, err := sandboxedStatus(pid)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // it ended while it was read
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

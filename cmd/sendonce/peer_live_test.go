@@ -100,8 +100,10 @@ func TestLivePeerCannotConfirmOurFailedSend(t *testing.T) {
 			if c.provider {
 				extra = append(extra, "--provider-config", l.providerConfig())
 			}
-			// A name of this run's own: Psi+ shows a reopened chat's history.
-			name := fmt.Sprintf("peer-echo-%s-%s.bin", c.name, ocrSafeSuffix(6))
+			// A name of this run's own: Psi+ shows a reopened chat's history. No
+			// extension: OCR once read the end of Dave's link "nwzwxc. bin", a space after
+			// the dot, and his item went unseen.
+			name := fmt.Sprintf("peer-echo-%s-%s", c.name, ocrSafeSuffix(6))
 			content, sum := bigFile(t)
 			path := filepath.Join(l.dir, name)
 			if err := os.WriteFile(path, content, 0o644); err != nil {
