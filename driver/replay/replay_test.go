@@ -90,6 +90,7 @@ func (fakeDesk) Bounds() image.Rectangle                  { return image.Rect(0,
 func (fakeDesk) Key(context.Context, string) error        { return nil }
 func (fakeDesk) Type(context.Context, string) error       { return nil }
 func (fakeDesk) Click(context.Context, image.Point) error { return nil }
+func (fakeDesk) Move(context.Context, image.Point) error  { return nil }
 
 // fieldTree is an app whose field holds text, by scope: what each read was asked for.
 type fieldTree struct{ text *string }
@@ -151,5 +152,38 @@ func TestTreesRecordedAndReplayed(t *testing.T) {
 	}
 	if _, err := read(driver.TreeScope{Windows: &atspi.Match{Name: "Other"}}); !errors.Is(err, ErrNoTree) {
 		t.Fatalf("a read never recorded: %v; want ErrNoTree", err)
+	}
+}
+
+// TestMoveTheRecordingLacks: a pointer move the recording has is checked and replayed
+// like any input; one it lacks (a rest a profile gained after the recording) moves to
+// no recorded state, while a click or key it lacks still diverges.
+func TestMoveTheRecordingLacks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rec, err := NewRecorder(fakeDesk{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Move(ctx, image.Pt(10, 10))
+	rec.Key(ctx, "Return")
+	if err := rec.Save(Fixture{Name: "t", FileName: "x.txt"}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Move(ctx, image.Pt(10, 10)); err != nil || d.Inputs() != 1 {
+		t.Fatalf("the recorded move: %v, %d inputs replayed; want it replayed", err, d.Inputs())
+	}
+	if err := d.Move(ctx, image.Pt(34, 400)); err != nil || d.Inputs() != 1 {
+		t.Fatalf("a move the recording lacks: %v, %d inputs replayed; want no error and nothing replayed", err, d.Inputs())
+	}
+	if err := d.Key(ctx, "Return"); err != nil || d.Inputs() != 2 {
+		t.Fatalf("the recorded key after it: %v; want it replayed", err)
+	}
+	if err := d.Click(ctx, image.Pt(1, 1)); err == nil {
+		t.Fatal("a click the recording lacks replayed; want it to diverge")
 	}
 }
