@@ -571,3 +571,10 @@ func OCRLanguages(given string, p *driver.Profile) (vision.Languages, error) {
 	}
 	return vision.DefaultLanguages, nil
 }
+
+// OpenAccessibility is driver.OpenAccessibility, where it lived before.
+//
+// Deprecated: use driver.OpenAccessibility.
+func OpenAccessibility(ctx context.Context, display string) (driver.Tree, func()) {
+	return driver.OpenAccessibility(ctx, display)
+}

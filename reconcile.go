@@ -199,6 +199,9 @@ func (c *Client) dispatchOf(ns string, a store.AttemptRecord, ks []store.KeyReco
 		switch got := k.Identity().Namespace(); {
 		case got == ns && (dest.IsZero() || k.Version() == gate.KeyVersion):
 			dest, digest = k.Identity(), k.Digest() // the current scheme's spelling, when the intent has one
+			if up, err := k.Upgrade(); err == nil {
+				dest = up.Identity() // an older scheme's key is asked about in the current spelling
+			}
 		case got != ns && registry.Known(got):
 			other = got
 		}

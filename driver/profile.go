@@ -360,8 +360,10 @@ type Step struct {
 	// AppearsAfterChoosing marks a step after the choosing (a click, or a wait for a
 	// control to go) whose control shows only once the file is chosen, such as nheko's
 	// upload bar. Every other such control is looked for before the file is chosen
-	// (look before the leap): one that cannot be found or read then stops the delivery
-	// not_sent, where after the choosing it would use up the key:
+	// (look before the leap), unless its step is conditional (if), names the chosen
+	// file ({{file_name}}, {{file_path}}) or acts in a window of its own: one that
+	// cannot be found or read then stops the delivery not_sent, where after the
+	// choosing it would use up the key:
 	// "appears_after_choosing": true.
 	AppearsAfterChoosing bool `json:"appears_after_choosing,omitempty"`
 }

@@ -270,7 +270,10 @@ func (r *Runner) lookBeforeTheLeap(ctx context.Context) error {
 // lookFor is the safe wait that finds step s's control before the file is chosen, and
 // whether s has one to look for.
 func lookFor(s Step) (Step, bool) {
-	if s.AppearsAfterChoosing {
+	// Not looked for: a control said to show only after the choosing; a conditional
+	// step's (it may never show); one named by the chosen file's name or path; one in a
+	// window of its own (which may open only once the file is chosen).
+	if s.AppearsAfterChoosing || s.If != nil || s.Window != "" || mentionsFile(s.Text) || (s.Node != nil && mentionsFile(s.Node.Name+s.Node.Text)) {
 		return Step{}, false
 	}
 	look := Step{Name: "look before the leap: " + s.Name, Class: evidence.Safe, Text: s.Text, Window: s.Window, Region: s.Region,
@@ -289,6 +292,11 @@ func lookFor(s Step) (Step, bool) {
 		return Step{}, false
 	}
 	return look, true
+}
+
+// mentionsFile says whether a step's words name the chosen file.
+func mentionsFile(text string) bool {
+	return strings.Contains(text, "{{file_name}}") || strings.Contains(text, "{{file_path}}")
 }
 
 // finalReadTimeout bounds the last look after a stop.

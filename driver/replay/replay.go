@@ -383,7 +383,7 @@ func (d *Driver) next(in Input) error {
 	switch in.Kind {
 	case "key":
 		ok = ok && want.Keys == in.Keys
-	case "click":
+	case "click", "move":
 		dx, dy := want.Point.X-in.Point.X, want.Point.Y-in.Point.Y
 		ok = ok && dx*dx+dy*dy <= 8*8
 	}
@@ -410,9 +410,11 @@ func (d *Driver) Activate(ctx context.Context, w driver.Window) error {
 func (d *Driver) Click(ctx context.Context, p image.Point) error {
 	return d.next(Input{Kind: "click", Point: p})
 }
-// Move is checked against the recording like every input, but a move the recording
-// does not have at this point (a pointer rest a profile gained after the fixture was
-// recorded) is answered by the state as it is: it moves to no recorded frame.
+
+// Move is checked against the recording like a click (its point within 8 pixels of
+// the recorded one), but a move the recording does not have at this point (a pointer
+// rest a profile gained after the fixture was recorded) is answered by the state as it
+// is: it moves to no recorded frame.
 func (d *Driver) Move(ctx context.Context, p image.Point) error {
 	d.mu.Lock()
 	recorded := d.k < len(d.fx.Inputs) && d.fx.Inputs[d.k].Kind == "move"

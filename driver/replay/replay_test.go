@@ -155,8 +155,8 @@ func TestTreesRecordedAndReplayed(t *testing.T) {
 	}
 }
 
-// TestMoveTheRecordingLacks: a pointer move the recording has is checked and replayed
-// like any input; one it lacks (a rest a profile gained after the recording) moves to
+// TestMoveTheRecordingLacks: a pointer move the recording has is checked (its point
+// too) and replayed like any input; one it lacks (a rest a profile gained after the recording) moves to
 // no recorded state, while a click or key it lacks still diverges.
 func TestMoveTheRecordingLacks(t *testing.T) {
 	ctx := context.Background()
@@ -173,6 +173,9 @@ func TestMoveTheRecordingLacks(t *testing.T) {
 	d, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := d.Move(ctx, image.Pt(200, 200)); err == nil {
+		t.Fatal("a move far from the recorded one replayed; want it to diverge")
 	}
 	if err := d.Move(ctx, image.Pt(10, 10)); err != nil || d.Inputs() != 1 {
 		t.Fatalf("the recorded move: %v, %d inputs replayed; want it replayed", err, d.Inputs())
