@@ -159,7 +159,9 @@ func TestLiveMCPCancelAfterSend(t *testing.T) {
 	defer cancel()
 	m.mu.Lock()
 	m.onProgress = func(msg string) {
-		if strings.Contains(msg, "press send") {
+		// The send step's own line ("submit     press send ..."), not the look for
+		// its button before the file is chosen ("safe       look before the leap: press send").
+		if f := strings.Fields(msg); len(f) > 2 && f[0] == "submit" && f[1] == "press" && f[2] == "send" {
 			cancel()
 		}
 	}
