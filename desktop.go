@@ -376,6 +376,7 @@ type InspectResult struct {
 	App      atspi.App   `json:"app"`
 	Nodes    int         `json:"nodes"`
 	Duration Duration    `json:"read_in"`
+	Calls    int64       `json:"calls"` // the D-Bus calls the read made (what it cost the app)
 	Tree     *atspi.Node `json:"tree"`
 }
 
@@ -463,7 +464,7 @@ func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 		return InspectResult{}, err
 	}
 	now := clock.Or(opt.Clock)
-	start := now()
+	start, calls := now(), bus.Calls()
 	// A person looks for what shows, the conversation's rows included.
 	limits := atspi.Limits{Nodes: req.Limits.Nodes, Depth: req.Limits.Depth, Time: req.Limits.Time, ShowingOnly: req.ShowingOnly, ThroughViewports: true}
 	if req.Window != "" {
@@ -476,7 +477,7 @@ func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	if req.Window != "" && len(tree.Children) == 0 {
 		return InspectResult{}, FieldErrorf("window", "%s has no top-level window named %q", app.Name, req.Window)
 	}
-	res := InspectResult{Bus: addr, App: *app, Duration: Duration(now().Sub(start)), Tree: tree}
+	res := InspectResult{Bus: addr, App: *app, Duration: Duration(now().Sub(start)), Calls: bus.Calls() - calls, Tree: tree}
 	tree.Walk(func(*atspi.Node, int) bool { res.Nodes++; return true })
 	return res, nil
 }

@@ -493,12 +493,22 @@ var errTimedOut = errors.New("timed out")
 // watch captures region r every poll and hands each capture to look, until look says it
 // is done (nil) or fails, or the timeout passes (errTimedOut; no timeout when 0), or ctx
 // ends (its error). An error of look's while the time is up counts as the time being up.
+//
+// The timeout bounds what the app may take to show, not what reading it takes: a capture
+// taken in time is read to the end (within the timeout again), so that OCR slowed by a
+// loaded machine does not turn a page that showed in time into one that did not.
 func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Duration, look func(context.Context, capture) (bool, error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		wctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
+	reading := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		if timeout > 0 {
+			return context.WithTimeout(ctx, timeout)
+		}
+		return ctx, func() {}
+	}
 	ended := func() error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -516,9 +526,11 @@ func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Dur
 		}
 		c := capture{n: n, frame: frame, pix: PixelHash(frame)}
 		c.worthReading, c.settled = settle.next(c.pix)
-		done, err := look(wctx, c)
+		rctx, rcancel := reading(ctx)
+		done, err := look(rctx, c)
+		rcancel()
 		switch {
-		case err != nil && wctx.Err() != nil:
+		case err != nil && (rctx.Err() != nil || wctx.Err() != nil):
 			return ended()
 		case err != nil:
 			return err

@@ -207,6 +207,44 @@ func TestWaitStableSaysCancelled(t *testing.T) {
 	}
 }
 
+// slowOCR is taggedOCR on a loaded machine: each read takes its delay, unless its
+// context ends first.
+type slowOCR struct {
+	taggedOCR
+	delay time.Duration
+}
+
+func (o *slowOCR) Recognize(ctx context.Context, img image.Image, m Mode) ([]Word, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.delay):
+	}
+	return o.taggedOCR.Recognize(ctx, img, m)
+}
+
+// TestWaitReadsWhatShowedInTime: the timeout bounds what the app takes to show, not what
+// reading it takes. A still frame captured in time and read past the deadline (OCR on a
+// loaded machine: CI's TestLiveUnderLoad ended not_sent with the send page on screen) is
+// found; what shows only after the deadline is not; WaitGone likewise.
+func TestWaitReadsWhatShowedInTime(t *testing.T) {
+	region, send := image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}
+	// "a" is read from about 1 ms to 81 ms; "c" is captured still at about 83 ms, and its
+	// read ends at about 163 ms, past the 100 ms deadline.
+	rd := &Reader{Screen: &scriptedScreen{tags: []byte("aacc")}, OCR: &slowOCR{taggedOCR{found: "c"}, 80 * time.Millisecond}, Poll: time.Millisecond}
+	if f, err := rd.WaitStable(context.Background(), region, send, 100*time.Millisecond); err != nil || f.Box.Empty() {
+		t.Fatalf("a page that showed in time, read slowly: %v (box %v)", err, f.Box)
+	}
+	rd = &Reader{Screen: &scriptedScreen{tags: []byte(strings.Repeat("a", 200) + "b")}, OCR: &slowOCR{taggedOCR{found: "b"}, 20 * time.Millisecond}, Poll: time.Millisecond}
+	if _, err := rd.WaitStable(context.Background(), region, send, 50*time.Millisecond); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a page that showed after the deadline: %v, want ErrNotFound", err)
+	}
+	rd = &Reader{Screen: &scriptedScreen{tags: []byte("aabb")}, OCR: &slowOCR{taggedOCR{found: "a"}, 80 * time.Millisecond}, Poll: time.Millisecond}
+	if _, err := rd.WaitGone(context.Background(), region, send, 100*time.Millisecond); err != nil {
+		t.Fatalf("gone in time, read slowly: %v", err)
+	}
+}
+
 // readingsByScale reads one line, a reading of its own for each preparation's scale.
 type readingsByScale map[int]string
 

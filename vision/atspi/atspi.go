@@ -123,7 +123,12 @@ type Bus struct {
 	conn *dbus.Conn
 	// CallTimeout bounds each D-Bus call (default 2 s), within the caller's ctx.
 	CallTimeout time.Duration
+	calls       atomic.Int64
 }
+
+// Calls is how many D-Bus calls the connection has made: what a read costs the app,
+// which answers them one after the other.
+func (b *Bus) Calls() int64 { return b.calls.Load() }
 
 // AddressOf asks a session bus for the address of its accessibility bus
 // (org.a11y.Bus.GetAddress), starting the bus launcher if the session activates it.
@@ -195,6 +200,7 @@ func (b *Bus) call(ctx context.Context, r Ref, method string, args ...any) *dbus
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	b.calls.Add(1)
 	return b.conn.Object(r.Bus, dbus.ObjectPath(r.Path)).CallWithContext(ctx, method, 0, args...)
 }
 
