@@ -495,20 +495,19 @@ var errTimedOut = errors.New("timed out")
 // ends (its error). An error of look's while the time is up counts as the time being up.
 //
 // The timeout bounds what the app may take to show, not what reading it takes: a capture
-// taken in time is read to the end (within the timeout again), so that OCR slowed by a
-// loaded machine does not turn a page that showed in time into one that did not.
+// taken in time is read to its end (the whole watch ends within twice the timeout), so
+// that OCR slowed by a loaded machine does not turn a page that showed in time into one
+// that did not.
 func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Duration, look func(context.Context, capture) (bool, error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
+	rctx := ctx // what a read has
 	if timeout > 0 {
 		wctx, cancel = context.WithTimeout(ctx, timeout)
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithTimeout(ctx, 2*timeout)
+		defer rcancel()
 	}
 	defer cancel()
-	reading := func(ctx context.Context) (context.Context, context.CancelFunc) {
-		if timeout > 0 {
-			return context.WithTimeout(ctx, timeout)
-		}
-		return ctx, func() {}
-	}
 	ended := func() error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -526,9 +525,7 @@ func (rd *Reader) watch(ctx context.Context, r image.Rectangle, timeout time.Dur
 		}
 		c := capture{n: n, frame: frame, pix: PixelHash(frame)}
 		c.worthReading, c.settled = settle.next(c.pix)
-		rctx, rcancel := reading(ctx)
 		done, err := look(rctx, c)
-		rcancel()
 		switch {
 		case err != nil && (rctx.Err() != nil || wctx.Err() != nil):
 			return ended()

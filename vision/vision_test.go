@@ -207,18 +207,18 @@ func TestWaitStableSaysCancelled(t *testing.T) {
 	}
 }
 
-// slowOCR is taggedOCR on a loaded machine: each read takes its delay, unless its
-// context ends first.
+// slowOCR is taggedOCR on a loaded machine: a read ends only at until, unless its context
+// ends first.
 type slowOCR struct {
 	taggedOCR
-	delay time.Duration
+	until time.Time
 }
 
 func (o *slowOCR) Recognize(ctx context.Context, img image.Image, m Mode) ([]Word, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(o.delay):
+	case <-time.After(time.Until(o.until)):
 	}
 	return o.taggedOCR.Recognize(ctx, img, m)
 }
@@ -226,22 +226,26 @@ func (o *slowOCR) Recognize(ctx context.Context, img image.Image, m Mode) ([]Wor
 // TestWaitReadsWhatShowedInTime: the timeout bounds what the app takes to show, not what
 // reading it takes. A still frame captured in time and read past the deadline (OCR on a
 // loaded machine: CI's TestLiveUnderLoad ended not_sent with the send page on screen) is
-// found; what shows only after the deadline is not; WaitGone likewise.
+// found, and for WaitGone a frame without it is read to the end likewise; what shows
+// only after the deadline is not found.
 func TestWaitReadsWhatShowedInTime(t *testing.T) {
+	const timeout = 200 * time.Millisecond
 	region, send := image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}
-	// "a" is read from about 1 ms to 81 ms; "c" is captured still at about 83 ms, and its
-	// read ends at about 163 ms, past the 100 ms deadline.
-	rd := &Reader{Screen: &scriptedScreen{tags: []byte("aacc")}, OCR: &slowOCR{taggedOCR{found: "c"}, 80 * time.Millisecond}, Poll: time.Millisecond}
-	if f, err := rd.WaitStable(context.Background(), region, send, 100*time.Millisecond); err != nil || f.Box.Empty() {
+	// The frames are captured at once; their read ends a quarter of the timeout after
+	// the deadline.
+	late := func() time.Time { return time.Now().Add(timeout + timeout/4) }
+	rd := &Reader{Screen: &scriptedScreen{tags: []byte("c")}, OCR: &slowOCR{taggedOCR{found: "c"}, late()}, Poll: time.Millisecond}
+	if f, err := rd.WaitStable(context.Background(), region, send, timeout); err != nil || f.Box.Empty() {
 		t.Fatalf("a page that showed in time, read slowly: %v (box %v)", err, f.Box)
 	}
-	rd = &Reader{Screen: &scriptedScreen{tags: []byte(strings.Repeat("a", 200) + "b")}, OCR: &slowOCR{taggedOCR{found: "b"}, 20 * time.Millisecond}, Poll: time.Millisecond}
-	if _, err := rd.WaitStable(context.Background(), region, send, 50*time.Millisecond); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a page that showed after the deadline: %v, want ErrNotFound", err)
-	}
-	rd = &Reader{Screen: &scriptedScreen{tags: []byte("aabb")}, OCR: &slowOCR{taggedOCR{found: "a"}, 80 * time.Millisecond}, Poll: time.Millisecond}
-	if _, err := rd.WaitGone(context.Background(), region, send, 100*time.Millisecond); err != nil {
+	rd = &Reader{Screen: &scriptedScreen{tags: []byte("b")}, OCR: &slowOCR{taggedOCR{found: "a"}, late()}, Poll: time.Millisecond}
+	if _, err := rd.WaitGone(context.Background(), region, send, timeout); err != nil {
 		t.Fatalf("gone in time, read slowly: %v", err)
+	}
+	// At least 2 s of captures a millisecond apart before "b" shows.
+	rd = &Reader{Screen: &scriptedScreen{tags: []byte(strings.Repeat("a", 2000) + "b")}, OCR: &taggedOCR{found: "b"}, Poll: time.Millisecond}
+	if _, err := rd.WaitStable(context.Background(), region, send, timeout); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a page that showed after the deadline: %v, want ErrNotFound", err)
 	}
 }
 
