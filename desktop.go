@@ -376,7 +376,8 @@ type InspectResult struct {
 	App      atspi.App   `json:"app"`
 	Nodes    int         `json:"nodes"`
 	Duration Duration    `json:"read_in"`
-	Calls    int64       `json:"calls"` // the D-Bus calls the read made (what it cost the app)
+	Calls    int64       `json:"calls"`      // the D-Bus calls the read made (what it cost the app)
+	Answer   Duration    `json:"round_trip"` // the app's mean answer to a message asking nothing (atspi.Bus.RoundTrip)
 	Tree     *atspi.Node `json:"tree"`
 }
 
@@ -392,6 +393,9 @@ func Inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 	res, err := inspect(ctx, req, opt)
 	return res, desktopUnavailable(err)
 }
+
+// inspectPings is how many messages asking nothing inspect times the app's answer by.
+const inspectPings = 20
 
 // inspectAskTime bounds how long inspect waits for an app asked for its tree to show a
 // page (atspi.AskForTree).
@@ -478,6 +482,11 @@ func inspect(ctx context.Context, req InspectRequest, opt Options) (InspectResul
 		return InspectResult{}, FieldErrorf("window", "%s has no top-level window named %q", app.Name, req.Window)
 	}
 	res := InspectResult{Bus: addr, App: *app, Duration: Duration(now().Sub(start)), Calls: bus.Calls() - calls, Tree: tree}
+	rt, err := bus.RoundTrip(ctx, *app, inspectPings)
+	if err != nil {
+		return InspectResult{}, err
+	}
+	res.Answer = Duration(rt)
 	tree.Walk(func(*atspi.Node, int) bool { res.Nodes++; return true })
 	return res, nil
 }
@@ -509,7 +518,8 @@ func (req InspectRequest) process(opt Options) (func(atspi.App) bool, error) {
 // WriteText writes the tree for a person: a node a line, indented, with its role, name,
 // text, states and extents.
 func (r InspectResult) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "%s (pid %d, %s) on %s: %d nodes, read in %v\n", r.App.Name, r.App.PID, r.App.Toolkit, r.Bus, r.Nodes, time.Duration(r.Duration).Round(time.Millisecond))
+	fmt.Fprintf(w, "%s (pid %d, %s) on %s: %d nodes, read in %v with %d calls; the app answers a call in %v\n", r.App.Name, r.App.PID, r.App.Toolkit, r.Bus,
+		r.Nodes, time.Duration(r.Duration).Round(time.Millisecond), r.Calls, time.Duration(r.Answer).Round(time.Microsecond))
 	r.Tree.Walk(func(n *atspi.Node, depth int) bool {
 		line := strings.Repeat("  ", depth) + n.String()
 		if e := n.Extents; e != nil {

@@ -212,6 +212,20 @@ func (b *Bus) property(ctx context.Context, r Ref, iface, name string, v any) er
 	return variant.Store(v)
 }
 
+// RoundTrip is the mean time the app takes to answer a message that asks nothing
+// (org.freedesktop.DBus.Peer.Ping, n times in a row): what each call of a read costs
+// before any work, the app's own. An app answers one message per turn of its main loop,
+// so a busy or burdened loop shows here.
+func (b *Bus) RoundTrip(ctx context.Context, app App, n int) (time.Duration, error) {
+	start := time.Now()
+	for range n {
+		if err := b.call(ctx, app.Ref, "org.freedesktop.DBus.Peer.Ping").Err; err != nil {
+			return 0, fmt.Errorf("pinging %s: %w", app.Name, err)
+		}
+	}
+	return time.Since(start) / time.Duration(max(n, 1)), nil
+}
+
 // Applications lists the applications registered on the bus.
 func (b *Bus) Applications(ctx context.Context) ([]App, error) {
 	kids, err := b.children(ctx, Ref{Bus: RegistryName, Path: RootPath})
