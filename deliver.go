@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/driver"
 	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/internal/staging"
 	"github.com/sendonce/sendonce/provider"
 	"github.com/sendonce/sendonce/provider/registry"
@@ -511,18 +512,6 @@ func (d *Deliverer) startedBefore(ctx context.Context, keys []gate.Key, res stor
 	return r
 }
 
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // finish classifies the attempt from its evidence, records the outcome with the
 // permit, seals the bundle and returns the result.
 func (d *Deliverer) finish(ctx context.Context, permit *store.Permit, rec *evidence.Recorder, out DeliveryResult, objectID string) (DeliveryResult, error) {
@@ -631,7 +620,7 @@ func (d *Deliverer) waitForDisplay(ctx context.Context, display, task string, le
 		if !errors.Is(err, gate.ErrHeld) || now().After(deadline) {
 			return nil, err
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}

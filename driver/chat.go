@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/vision"
 )
 
@@ -196,7 +197,7 @@ func (r *Runner) lookForSentItem(ctx context.Context, before []evidence.Item) er
 		if held || elsewhere || r.now().Sub(start) > timeout || ctx.Err() != nil {
 			break
 		}
-		sleep(ctx, 100*time.Millisecond)
+		clock.Sleep(ctx, 100*time.Millisecond)
 	}
 	var err error
 	n := 0

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 )
 
 // colorShareWanted is the share of a wait_color region's pixels that must be the step's
@@ -51,7 +52,7 @@ func (r *Runner) waitColor(ctx context.Context, s Step, res *evidence.Record) er
 			return fmt.Errorf("the region %v did not turn rgb(%d,%d,%d) within %v (%.0f%% of its pixels within %.0f of it; want %.0f%%, in two captures in a row)",
 				region, want[0], want[1], want[2], r.timeout(s), 100*share, tolerance, 100*colorShareWanted)
 		}
-		sleep(ctx, r.Reader.PollInterval())
+		clock.Sleep(ctx, r.Reader.PollInterval())
 		if err := ctx.Err(); err != nil {
 			return err
 		}

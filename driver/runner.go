@@ -350,7 +350,7 @@ func (r *Runner) enterConversation(ctx context.Context) error {
 		if r.now().After(deadline) {
 			return fmt.Errorf("%w: %d viewable %s windows titled exactly %q after open_conversation; want exactly one", ErrStopped, len(found), r.Profile.App, want)
 		}
-		sleep(ctx, 150*time.Millisecond)
+		clock.Sleep(ctx, 150*time.Millisecond)
 	}
 }
 
@@ -531,13 +531,6 @@ func (r *Runner) timeout(s Step) time.Duration {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
 
 // DryRun opens the conversation and reads its title, crossing no boundary: it reports
 // whether the visible title matches.

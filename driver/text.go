@@ -6,6 +6,7 @@ import (
 	"image"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/vision"
 )
 
@@ -109,7 +110,7 @@ func (r *Runner) escapeText(ctx context.Context, s Step, res *evidence.Record) e
 			return err
 		}
 		res.Inputs = append(res.Inputs, evidence.KeyInput("Escape"))
-		sleep(ctx, r.Profile.Timings.escapeSettle())
+		clock.Sleep(ctx, r.Profile.Timings.escapeSettle())
 	}
 	return nil
 }

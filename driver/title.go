@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/vision"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
@@ -91,7 +92,7 @@ const titleGap = 150 * time.Millisecond
 func (r *Runner) readTitleAgain(ctx context.Context, t *titleReads) error {
 	if !t.at.IsZero() {
 		if wait := titleGap - r.now().Sub(t.at); wait > 0 {
-			sleep(ctx, wait)
+			clock.Sleep(ctx, wait)
 		}
 	}
 	at := r.now()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 	"github.com/sendonce/sendonce/vision/atspi"
 )
 
@@ -286,7 +287,7 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 			}
 			return nil, fmt.Errorf("%s still showed after %v", m, r.timeout(s))
 		}
-		sleep(ctx, min(treePoll, deadline.Sub(r.now())))
+		clock.Sleep(ctx, min(treePoll, deadline.Sub(r.now())))
 	}
 }
 

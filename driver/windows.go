@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/evidence"
+	"github.com/sendonce/sendonce/internal/clock"
 )
 
 // The app's windows, and the keyboard focus: which window is the app's, waits for a
@@ -110,7 +111,7 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 			}
 			return fmt.Errorf("the window titled %q is still open after %v", prefix, timeout)
 		}
-		sleep(ctx, r.Reader.PollInterval())
+		clock.Sleep(ctx, r.Reader.PollInterval())
 	}
 }
 
@@ -180,6 +181,6 @@ func (r *Runner) focusOn(ctx context.Context, want Window) error {
 			}
 			return fmt.Errorf("%w: the keyboard focus is in %s, not in %q that the step types into: stopped before the input", ErrFocus, where, want.Title)
 		}
-		sleep(ctx, 20*time.Millisecond)
+		clock.Sleep(ctx, 20*time.Millisecond)
 	}
 }

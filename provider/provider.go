@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/internal/clock"
 )
 
 // Dispatch is what one attempt sent, as a lookup needs it.
@@ -182,7 +183,7 @@ func AskBeside(ctx context.Context, p Provider, d Dispatch, bound Bindings, look
 		}
 		select {
 		case <-lookEnded: // the asks after the look: at once, then a second apart
-			if after++; after > 1 && after <= asksAfterLook && wait(ctx, time.Second) != nil {
+			if after++; after > 1 && after <= asksAfterLook && clock.Sleep(ctx, time.Second) != nil {
 				after = asksAfterLook + 1
 			}
 		case <-time.After(interval):
@@ -192,16 +193,4 @@ func AskBeside(ctx context.Context, p Provider, d Dispatch, bound Bindings, look
 		}
 	}
 	return v
-}
-
-// wait sleeps for d, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

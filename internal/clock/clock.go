@@ -4,7 +4,10 @@
 // clock (the database's, for a shared store). A test forbids time.Now anywhere else.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // System reads the system clock: the one call of time.Now in the library.
 func System() time.Time { return time.Now() }
@@ -15,4 +18,16 @@ func Or(f func() time.Time) func() time.Time {
 		return System
 	}
 	return f
+}
+
+// Sleep waits for d, or until ctx ends (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

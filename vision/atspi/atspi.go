@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/sendonce/sendonce/internal/clock"
 )
 
 // The AT-SPI D-Bus names this package uses (at-spi2-core's xml/ interfaces).
@@ -217,13 +218,13 @@ func (b *Bus) property(ctx context.Context, r Ref, iface, name string, v any) er
 // before any work, the app's own. An app answers one message per turn of its main loop,
 // so a busy or burdened loop shows here.
 func (b *Bus) RoundTrip(ctx context.Context, app App, n int) (time.Duration, error) {
-	start := time.Now()
+	start := clock.System()
 	for range n {
 		if err := b.call(ctx, app.Ref, "org.freedesktop.DBus.Peer.Ping").Err; err != nil {
 			return 0, fmt.Errorf("pinging %s: %w", app.Name, err)
 		}
 	}
-	return time.Since(start) / time.Duration(max(n, 1)), nil
+	return clock.System().Sub(start) / time.Duration(max(n, 1)), nil
 }
 
 // Applications lists the applications registered on the bus.
