@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,6 +422,12 @@ func TestServeGateContractOverHTTP(t *testing.T) {
 	for _, want := range []string{"sendonce_grants_total 1", `sendonce_refusals_total{kind="crossed"} 2`, "sendonce_replays_total 1", "sendonce_deliveries_in_flight 0"} {
 		if !strings.Contains(m.text, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m.text)
+		}
+	}
+	// The service's own health: a leak shows as these growing with the requests served.
+	for _, want := range []*regexp.Regexp{regexp.MustCompile(`(?m)^go_goroutines [1-9][0-9]*$`), regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes [1-9][0-9]*$`)} {
+		if !want.MatchString(m.text) {
+			t.Errorf("metrics lack %v:\n%s", want, m.text)
 		}
 	}
 	if s.checker.n < 15 {

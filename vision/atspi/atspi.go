@@ -125,6 +125,45 @@ type Bus struct {
 	// CallTimeout bounds each D-Bus call (default 2 s), within the caller's ctx.
 	CallTimeout time.Duration
 	calls       atomic.Int64
+
+	// kinds holds what each object read in full said of its kind: its role and its
+	// interfaces, which an object keeps for its life (GTK and Qt fix them by the
+	// widget's class; Chromium makes a new object with a new path when a page element's
+	// interfaces change). A Bus lives for one delivery, whose reads then ask each object
+	// only what changes: its name, states, children, extents and text. What an app
+	// answers each call costs it a turn of its main loop, and that turn grows with the
+	// app's state (Gajim's: 0.18 -> 0.49 ms over 30 deliveries), so two calls in seven
+	// saved is that much less of the app's time.
+	mu    sync.Mutex
+	kinds map[Ref]kind
+}
+
+// kind is what an object keeps for its life: its role and interfaces.
+type kind struct {
+	role   string
+	ifaces []string
+}
+
+// maxKinds bounds what a Bus remembers of objects' kinds (a read holds at most
+// Limits.Nodes).
+const maxKinds = 20000
+
+func (b *Bus) kindOf(r Ref) (kind, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k, ok := b.kinds[r]
+	return k, ok
+}
+
+func (b *Bus) remember(r Ref, k kind) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kinds == nil {
+		b.kinds = map[Ref]kind{}
+	}
+	if len(b.kinds) < maxKinds {
+		b.kinds[r] = k
+	}
 }
 
 // Calls is how many D-Bus calls the connection has made: what a read costs the app,
@@ -470,7 +509,9 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 		n.States = stateNames(bits)
 		if throughViewports && !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced() {
 			// Perhaps a viewport GTK cannot place: its role says (readThrough).
-			if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil && ctx.Err() != nil {
+			if k, ok := b.kindOf(r); ok {
+				n.Role = k.role
+			} else if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil && ctx.Err() != nil {
 				return nil, nil, fmt.Errorf("the role of %s: %w", r.Path, err)
 			}
 		}
@@ -481,13 +522,25 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 	}
 	var ifaces []string
 	var kids []Ref
+	roleCall := func() error {
+		if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
+			return fmt.Errorf("the role of %s: %w", r.Path, err)
+		}
+		return nil
+	}
+	ifacesCall := func() error {
+		if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
+			return fmt.Errorf("the interfaces of %s: %w", r.Path, err)
+		}
+		return nil
+	}
+	known, isKnown := b.kindOf(r)
+	if isKnown {
+		n.Role, ifaces = known.role, known.ifaces
+		roleCall, ifacesCall = func() error { return nil }, func() error { return nil }
+	}
 	err := together(
-		func() error {
-			if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil {
-				return fmt.Errorf("the role of %s: %w", r.Path, err)
-			}
-			return nil
-		},
+		roleCall,
 		func() error {
 			if err := b.property(ctx, r, IfaceAccessible, "Name", &n.Name); err != nil {
 				return fmt.Errorf("the name of %s: %w", r.Path, err)
@@ -495,12 +548,7 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 			return nil
 		},
 		stateCall,
-		func() error {
-			if err := b.call(ctx, r, IfaceAccessible+".GetInterfaces").Store(&ifaces); err != nil {
-				return fmt.Errorf("the interfaces of %s: %w", r.Path, err)
-			}
-			return nil
-		},
+		ifacesCall,
 		func() (err error) {
 			if kids, err = b.children(ctx, r); err != nil {
 				return fmt.Errorf("the children of %s: %w", r.Path, err)
@@ -510,6 +558,9 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 	)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !isKnown {
+		b.remember(r, kind{role: n.Role, ifaces: ifaces})
 	}
 	n.States = stateNames(bits)
 	var more []func() error

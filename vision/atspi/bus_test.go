@@ -66,6 +66,54 @@ func TestSnapshotOverDBus(t *testing.T) {
 	}
 }
 
+// TestSnapshotAsksAnObjectsKindOnce: a Bus's second read of the same tree asks each
+// object only what can change (name, states, children, extents, text), not its role and
+// interfaces again, and reads the same tree.
+func TestSnapshotAsksAnObjectsKindOnce(t *testing.T) {
+	addr := atspitest.PrivateBus(t)
+	served := tree()
+	app := atspitest.App(t, addr, served, false)
+	atspitest.Registry(t, addr, app)
+	ctx := context.Background()
+	b, err := Open(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a, err := b.Application(ctx, uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (*Node, int64) {
+		before := b.Calls()
+		n, err := b.Snapshot(ctx, a.Ref, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, b.Calls() - before
+	}
+	first, firstCalls := read()
+	second, secondCalls := read()
+	nodes := 0
+	first.Walk(func(*Node, int) bool { nodes++; return true })
+	if d := diff(first, second); d != "" {
+		t.Fatalf("the second read differs from the first: %s", d)
+	}
+	if want := firstCalls - 2*int64(nodes); secondCalls != want {
+		t.Fatalf("the second read of %d nodes made %d calls, the first %d; want %d (role and interfaces asked once)", nodes, secondCalls, firstCalls, want)
+	}
+	// Another Bus (another delivery) asks again.
+	b2, err := Open(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	before := b2.Calls()
+	if _, err := b2.Snapshot(ctx, a.Ref, Limits{}); err != nil || b2.Calls()-before != firstCalls {
+		t.Fatalf("a new Bus's first read made %d calls (%v); want %d", b2.Calls()-before, err, firstCalls)
+	}
+}
+
 // TestAnAppThatStopsAnswering: a snapshot of an app that never answers ends with its
 // time limit, and a wait with its ctx: nothing hangs.
 func TestAnAppThatStopsAnswering(t *testing.T) {
