@@ -249,8 +249,8 @@ func (env *environment) ocrLanguages(cmd, flagValue string, p *driver.Profile) (
 
 // mcpDeliverer is the MCP server's Deliverer: the live desktop, or a recorded fixture
 // (test builds), with one OCR engine; the func closes it.
-func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir string) (*sendonce.Deliverer, func(), error) {
-	langs, err := env.ocrLanguages("mcp", "", nil)
+func (env *environment) mcpDeliverer(c *sendonce.Client, replayDir, ocrLang string) (*sendonce.Deliverer, func(), error) {
+	langs, err := env.ocrLanguages("mcp", ocrLang, nil)
 	if err != nil {
 		return nil, nil, err
 	}

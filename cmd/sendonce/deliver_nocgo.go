@@ -30,6 +30,6 @@ func noDesktop(name string) func(context.Context, *environment, []string) error 
 
 // mcpDeliverer in a build without cgo: none; the MCP deliver tool says it needs the
 // desktop build, and every other tool works.
-func (env *environment) mcpDeliverer(*sendonce.Client, string) (*sendonce.Deliverer, func(), error) {
+func (env *environment) mcpDeliverer(*sendonce.Client, string, string) (*sendonce.Deliverer, func(), error) {
 	return nil, func() {}, nil
 }

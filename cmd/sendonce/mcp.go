@@ -22,8 +22,8 @@ import (
 
 // mcpFlags are the delivery settings the server's deliveries share.
 type mcpFlags struct {
-	app, display, staging, providerConfig, replay string
-	sentItemTimeout, displayWait                  time.Duration
+	app, display, staging, providerConfig, replay, ocrLang string
+	sentItemTimeout, displayWait                           time.Duration
 }
 
 // register adds the delivery settings' flags (mcp and serve share them).
@@ -35,6 +35,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet, env *environment, providerUsage st
 	fs.DurationVar(&f.sentItemTimeout, "sent-item-timeout", 0, "how long to look for the sent item (default: the app profile's)")
 	fs.DurationVar(&f.displayWait, "display-wait", 2*time.Minute, "how long a delivery waits for another on the same display")
 	fs.StringVar(&f.providerConfig, "provider-config", "", providerUsage)
+	fs.StringVar(&f.ocrLang, "ocr-lang", "", "the OCR `LANGUAGES` of every delivery, Tesseract's names joined by + (eng+chi_sim; default $SENDONCE_OCR_LANGS, else eng)")
 	if testHooks {
 		fs.StringVar(&f.replay, "replay", "", "testing: deliveries drive a recorded fixture `DIR` instead of the live desktop")
 	}
@@ -46,7 +47,7 @@ func (env *environment) flagsDeliverer(c *sendonce.Client, f *mcpFlags) (*sendon
 	if f.replay != "" && f.display == "" {
 		f.display = ":replay"
 	}
-	return env.mcpDeliverer(c, f.replay)
+	return env.mcpDeliverer(c, f.replay, f.ocrLang)
 }
 
 // dirList is a repeatable --allow-dir.
