@@ -65,7 +65,9 @@ func (t *accessibility) Snapshot(ctx context.Context, pid int, scope TreeScope) 
 		}
 		t.apps[pid] = app
 	}
-	n, err := bus.Snapshot(ctx, app.Ref, snapshotLimits(scope))
+	l := snapshotLimits(scope)
+	l.StablePaths = atspi.StablePaths(app.Toolkit)
+	n, err := bus.Snapshot(ctx, app.Ref, l)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's accessibility tree: %w", app.Name, err)
 	}

@@ -249,8 +249,8 @@ func (r *Runner) lookBeforeTheLeap(ctx context.Context) error {
 	var later []Step
 	chosen := false
 	for _, s := range r.Profile.ChooseFile {
-		if s.Class != evidence.Safe {
-			chosen = true
+		if s.Crosses != "" {
+			chosen = true // the step that chooses the file: what follows it is looked for
 		} else if chosen {
 			later = append(later, s)
 		}
@@ -276,7 +276,7 @@ func lookFor(s Step) (Step, bool) {
 	if s.AppearsAfterChoosing || s.If != nil || s.Window != "" || mentionsFile(s.Text) || (s.Node != nil && mentionsFile(s.Node.Name+s.Node.Text)) {
 		return Step{}, false
 	}
-	look := Step{Name: "look before the leap: " + s.Name, Class: evidence.Safe, Text: s.Text, Window: s.Window, Region: s.Region,
+	look := Step{Name: "look before the leap: " + s.Name, Class: evidence.Safe, Text: s.Text, Region: s.Region,
 		Prep: s.Prep, AltPreps: s.AltPreps, Mode: s.Mode, Exact: s.Exact, Confusable: s.Confusable, Timeout: s.Timeout}
 	if s.Node != nil {
 		n := *s.Node
@@ -350,7 +350,9 @@ func (r *Runner) enterConversation(ctx context.Context) error {
 		if r.now().After(deadline) {
 			return fmt.Errorf("%w: %d viewable %s windows titled exactly %q after open_conversation; want exactly one", ErrStopped, len(found), r.Profile.App, want)
 		}
-		clock.Sleep(ctx, 150*time.Millisecond)
+		if err := clock.Sleep(ctx, 150*time.Millisecond); err != nil {
+			return fmt.Errorf("waiting for the conversation's window %q: %w", want, err)
+		}
 	}
 }
 

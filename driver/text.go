@@ -32,7 +32,8 @@ func (r *Runner) textStep(ctx context.Context, s Step, res *evidence.Record) err
 		region.Overlaps(r.Profile.Chat.Region.In(r.placed())) {
 		return fmt.Errorf("the step searches the chat region for %q while the conversation shows: a peer's message quoting it could be clicked; refusing (narrow the profile's region to the control)", s.Text)
 	}
-	anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix, WholeLine: s.WholeLine}
+	anchor := vision.Anchor{Text: r.Vars.expand(s.Text), Exact: s.Exact, Prep: s.Prep, AltPreps: s.AltPreps, Mode: ocrMode(s.Mode), Match: matcher(s), LineSuffix: s.Suffix, WholeLine: s.WholeLine,
+		Acted: s.Do != "wait_text"} // a click lands by a frame no older than the wait
 	if s.AfterChange {
 		if r.beforeInput == nil {
 			return fmt.Errorf("the step waits for a change the last input made, and no frame from before an input was captured: refusing to pass it")

@@ -111,7 +111,9 @@ func (r *Runner) waitWindow(ctx context.Context, prefix string, present bool, ti
 			}
 			return fmt.Errorf("the window titled %q is still open after %v", prefix, timeout)
 		}
-		clock.Sleep(ctx, r.Reader.PollInterval())
+		if err := clock.Sleep(ctx, r.Reader.PollInterval()); err != nil {
+			return fmt.Errorf("waiting for the window titled %q: %w", prefix, err)
+		}
 	}
 }
 

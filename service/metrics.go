@@ -68,6 +68,12 @@ func (m *metrics) deliveryEnded(outcome string, d time.Duration) {
 }
 
 func (m *metrics) text() string {
+	// The service's own health, read before the lock (ReadMemStats stops the world),
+	// by the names Prometheus's Go client gives them: goroutines and heap that grow
+	// with the deliveries served are a leak.
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	goroutines := runtime.NumGoroutine()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
@@ -98,11 +104,7 @@ func (m *metrics) text() string {
 		fmt.Fprintf(&b, "sendonce_delivery_duration_seconds_bucket{le=\"%g\"} %d\n", le, m.counts[i])
 	}
 	fmt.Fprintf(&b, "sendonce_delivery_duration_seconds_bucket{le=\"+Inf\"} %d\nsendonce_delivery_duration_seconds_sum %g\nsendonce_delivery_duration_seconds_count %d\n", m.durCount, m.durSum, m.durCount)
-	// A long-lived service's own health, by the names Prometheus's Go client gives them:
-	// goroutines and heap that grow with the deliveries served are a leak.
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	fmt.Fprintf(&b, "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
+	fmt.Fprintf(&b, "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", goroutines)
 	fmt.Fprintf(&b, "# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.\n# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes %d\n", mem.HeapInuse)
 	return b.String()
 }

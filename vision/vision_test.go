@@ -8,6 +8,7 @@ import (
 	"image"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,18 +208,42 @@ func TestWaitStableSaysCancelled(t *testing.T) {
 	}
 }
 
-// slowOCR is taggedOCR on a loaded machine: a read ends only at until, unless its context
-// ends first.
+// deadlineScreen is scriptedScreen that keeps the context of its last capture: the
+// wait's own, which ends at the wait's deadline.
+type deadlineScreen struct {
+	scriptedScreen
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (s *deadlineScreen) Capture(ctx context.Context, r image.Rectangle) (*image.RGBA, error) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	return s.scriptedScreen.Capture(ctx, r)
+}
+
+// slowOCR is taggedOCR on a loaded machine: a read ends only once the wait's deadline
+// has passed (its screen's last capture context is done), unless its own context ends
+// first.
 type slowOCR struct {
 	taggedOCR
-	until time.Time
+	screen *deadlineScreen
 }
 
 func (o *slowOCR) Recognize(ctx context.Context, img image.Image, m Mode) ([]Word, error) {
+	o.screen.mu.Lock()
+	deadline := o.screen.ctx.Done()
+	o.screen.mu.Unlock()
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(time.Until(o.until)):
+	case <-deadline:
+	}
+	select {
+	case <-ctx.Done(): // the read's own context ended with the wait's: no overrun
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Millisecond):
 	}
 	return o.taggedOCR.Recognize(ctx, img, m)
 }
@@ -226,24 +251,29 @@ func (o *slowOCR) Recognize(ctx context.Context, img image.Image, m Mode) ([]Wor
 // TestWaitReadsWhatShowedInTime: the timeout bounds what the app takes to show, not what
 // reading it takes. A still frame captured in time and read past the deadline (OCR on a
 // loaded machine: CI's TestLiveUnderLoad ended not_sent with the send page on screen) is
-// found, and for WaitGone a frame without it is read to the end likewise; what shows
-// only after the deadline is not found.
+// found, and for WaitGone a frame without it is read to the end likewise; an anchor that
+// is acted on (clicked) is not, so that no click lands by a frame older than the wait;
+// what shows only after the deadline is not found.
 func TestWaitReadsWhatShowedInTime(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+	const timeout = 300 * time.Millisecond
 	region, send := image.Rect(0, 0, 200, 100), Anchor{Text: "Send"}
-	// The frames are captured at once; their read ends a quarter of the timeout after
-	// the deadline.
-	late := func() time.Time { return time.Now().Add(timeout + timeout/4) }
-	rd := &Reader{Screen: &scriptedScreen{tags: []byte("c")}, OCR: &slowOCR{taggedOCR{found: "c"}, late()}, Poll: time.Millisecond}
-	if f, err := rd.WaitStable(context.Background(), region, send, timeout); err != nil || f.Box.Empty() {
+	slow := func(frames, found string) *Reader {
+		screen := &deadlineScreen{scriptedScreen: scriptedScreen{tags: []byte(frames)}}
+		return &Reader{Screen: screen, OCR: &slowOCR{taggedOCR{found: found}, screen}, Poll: time.Millisecond}
+	}
+	if f, err := slow("c", "c").WaitStable(context.Background(), region, send, timeout); err != nil || f.Box.Empty() {
 		t.Fatalf("a page that showed in time, read slowly: %v (box %v)", err, f.Box)
 	}
-	rd = &Reader{Screen: &scriptedScreen{tags: []byte("b")}, OCR: &slowOCR{taggedOCR{found: "a"}, late()}, Poll: time.Millisecond}
-	if _, err := rd.WaitGone(context.Background(), region, send, timeout); err != nil {
+	if _, err := slow("b", "a").WaitGone(context.Background(), region, send, timeout); err != nil {
 		t.Fatalf("gone in time, read slowly: %v", err)
 	}
+	acted := send
+	acted.Acted = true
+	if _, err := slow("c", "c").WaitStable(context.Background(), region, acted, timeout); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a button to click, read past the deadline: %v, want ErrNotFound", err)
+	}
 	// At least 2 s of captures a millisecond apart before "b" shows.
-	rd = &Reader{Screen: &scriptedScreen{tags: []byte(strings.Repeat("a", 2000) + "b")}, OCR: &taggedOCR{found: "b"}, Poll: time.Millisecond}
+	rd := &Reader{Screen: &scriptedScreen{tags: []byte(strings.Repeat("a", 2000) + "b")}, OCR: &taggedOCR{found: "b"}, Poll: time.Millisecond}
 	if _, err := rd.WaitStable(context.Background(), region, send, timeout); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a page that showed after the deadline: %v, want ErrNotFound", err)
 	}

@@ -13,9 +13,11 @@ import (
 
 // inspected is what 'sendonce inspect --json' prints.
 type inspected struct {
-	Bus  string      `json:"bus"`
-	App  atspi.App   `json:"app"`
-	Tree *atspi.Node `json:"tree"`
+	Bus       string      `json:"bus"`
+	App       atspi.App   `json:"app"`
+	Calls     int64       `json:"calls"`
+	RoundTrip string      `json:"round_trip"`
+	Tree      *atspi.Node `json:"tree"`
 }
 
 // TestLiveInspect: 'sendonce inspect' finds each of the test bed's apps on its display's
@@ -77,6 +79,10 @@ func TestLiveInspect(t *testing.T) {
 			})
 			if nodes < 10 {
 				t.Fatalf("%d nodes show in %s's tree; want its main window's widgets", nodes, app.profile)
+			}
+			// What the read cost the app: at least a role and a name of each node kept.
+			if rt, err := time.ParseDuration(res.RoundTrip); res.Calls < int64(2*nodes) || err != nil || rt <= 0 {
+				t.Fatalf("inspect says its read of %d nodes made %d calls and the app answers one in %q; want at least %d calls and a positive time", nodes, res.Calls, res.RoundTrip, 2*nodes)
 			}
 			t.Logf("%s's tree on %s: %d nodes on screen", app.profile, res.Bus, nodes)
 		})

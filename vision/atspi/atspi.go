@@ -126,16 +126,28 @@ type Bus struct {
 	CallTimeout time.Duration
 	calls       atomic.Int64
 
-	// kinds holds what each object read in full said of its kind: its role and its
-	// interfaces, which an object keeps for its life (GTK and Qt fix them by the
-	// widget's class; Chromium makes a new object with a new path when a page element's
-	// interfaces change). A Bus lives for one delivery, whose reads then ask each object
-	// only what changes: its name, states, children, extents and text. What an app
-	// answers each call costs it a turn of its main loop, and that turn grows with the
-	// app's state (Gajim's: 0.18 -> 0.49 ms over 30 deliveries), so two calls in seven
-	// saved is that much less of the app's time.
+	// kinds holds, for reads with Limits.StablePaths, what each object read in full said
+	// of its kind: its role and its interfaces, which an object keeps for its life. A Bus
+	// lives for one delivery, whose reads then ask each object only what changes: its
+	// name, states, children, extents and text. What an app answers each call costs it a
+	// turn of its main loop, and that turn grows with the app's state (Gajim's: 0.18 ->
+	// 0.49 ms over 30 deliveries), so two calls in seven saved is that much less of the
+	// app's time.
 	mu    sync.Mutex
 	kinds map[Ref]kind
+}
+
+// StablePaths says whether a toolkit's object paths name one object for the bus
+// connection's life, so that what a path said of its kind holds for the next read
+// (Limits.StablePaths): at-spi2-atk, which GTK 3 and Chromium publish through, numbers
+// its objects with a counter that only goes up. Qt gives a destroyed object's id, and
+// so its path, to the next object made; an unknown toolkit may too.
+func StablePaths(toolkit string) bool {
+	switch strings.ToLower(toolkit) {
+	case "gtk", "gail", "chromium":
+		return true
+	}
+	return false
 }
 
 // kind is what an object keeps for its life: its role and interfaces.
@@ -166,8 +178,8 @@ func (b *Bus) remember(r Ref, k kind) {
 	}
 }
 
-// Calls is how many D-Bus calls the connection has made: what a read costs the app,
-// which answers them one after the other.
+// Calls is how many D-Bus calls the connection has made to apps (not to the bus
+// itself): what reads cost the apps, which answer them one after the other.
 func (b *Bus) Calls() int64 { return b.calls.Load() }
 
 // AddressOf asks a session bus for the address of its accessibility bus
@@ -341,6 +353,9 @@ type Limits struct {
 	// do not meet it, and what lies below that node (a read of a window's header skips
 	// its conversation).
 	Within *Box
+	// StablePaths: the app's object paths are never given to another object (see
+	// StablePaths), so each object's role and interfaces are asked once per Bus.
+	StablePaths bool
 }
 
 func (l Limits) orDefaults() Limits {
@@ -379,7 +394,7 @@ func (b *Bus) Snapshot(ctx context.Context, root Ref, limits Limits) (*Node, err
 		if l.ShowingOnly && depth > 1 {
 			within = clip
 		}
-		n, kids, err := b.node(ctx, r, l.ShowingOnly && depth > 0, l.ThroughViewports, within)
+		n, kids, err := b.node(ctx, r, l.ShowingOnly && depth > 0, l.ThroughViewports, l.StablePaths, within)
 		<-slots
 		if err != nil {
 			return nil, err
@@ -481,7 +496,7 @@ const snapshotCalls = 16
 // and text; the calls go out together. With showingOnly, the states and the extents
 // come first, and an object that is not showing, or lies wholly outside within (a row
 // its scrolled view hides), is read no further: its States and Extents say why.
-func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports bool, within *Box) (*Node, []Ref, error) {
+func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports, stablePaths bool, within *Box) (*Node, []Ref, error) {
 	n := &Node{Ref: r}
 	var bits []uint32
 	stateCall := func() error {
@@ -509,7 +524,7 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 		n.States = stateNames(bits)
 		if throughViewports && !n.Has("showing") && n.Has("visible") && n.Extents != nil && n.Extents.unplaced() {
 			// Perhaps a viewport GTK cannot place: its role says (readThrough).
-			if k, ok := b.kindOf(r); ok {
+			if k, ok := b.kindOf(r); ok && stablePaths {
 				n.Role = k.role
 			} else if err := b.call(ctx, r, IfaceAccessible+".GetRoleName").Store(&n.Role); err != nil && ctx.Err() != nil {
 				return nil, nil, fmt.Errorf("the role of %s: %w", r.Path, err)
@@ -535,6 +550,7 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 		return nil
 	}
 	known, isKnown := b.kindOf(r)
+	isKnown = isKnown && stablePaths
 	if isKnown {
 		n.Role, ifaces = known.role, known.ifaces
 		roleCall, ifacesCall = func() error { return nil }, func() error { return nil }
@@ -559,7 +575,7 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports boo
 	if err != nil {
 		return nil, nil, err
 	}
-	if !isKnown {
+	if !isKnown && stablePaths {
 		b.remember(r, kind{role: n.Role, ifaces: ifaces})
 	}
 	n.States = stateNames(bits)

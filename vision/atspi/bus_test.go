@@ -86,7 +86,7 @@ func TestSnapshotAsksAnObjectsKindOnce(t *testing.T) {
 	}
 	read := func() (*Node, int64) {
 		before := b.Calls()
-		n, err := b.Snapshot(ctx, a.Ref, Limits{})
+		n, err := b.Snapshot(ctx, a.Ref, Limits{StablePaths: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,15 +102,25 @@ func TestSnapshotAsksAnObjectsKindOnce(t *testing.T) {
 	if want := firstCalls - 2*int64(nodes); secondCalls != want {
 		t.Fatalf("the second read of %d nodes made %d calls, the first %d; want %d (role and interfaces asked once)", nodes, secondCalls, firstCalls, want)
 	}
+	// A toolkit that may give a path to another object (Qt) is asked every time.
+	before := b.Calls()
+	if _, err := b.Snapshot(ctx, a.Ref, Limits{}); err != nil || b.Calls()-before != firstCalls {
+		t.Fatalf("a read without StablePaths made %d calls (%v); want %d", b.Calls()-before, err, firstCalls)
+	}
 	// Another Bus (another delivery) asks again.
 	b2, err := Open(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	before := b2.Calls()
-	if _, err := b2.Snapshot(ctx, a.Ref, Limits{}); err != nil || b2.Calls()-before != firstCalls {
+	before = b2.Calls()
+	if _, err := b2.Snapshot(ctx, a.Ref, Limits{StablePaths: true}); err != nil || b2.Calls()-before != firstCalls {
 		t.Fatalf("a new Bus's first read made %d calls (%v); want %d", b2.Calls()-before, err, firstCalls)
+	}
+	for toolkit, want := range map[string]bool{"GTK": true, "gtk": true, "Chromium": true, "Qt": false, "": false, "fake": false} {
+		if StablePaths(toolkit) != want {
+			t.Errorf("StablePaths(%q) = %v, want %v", toolkit, !want, want)
+		}
 	}
 }
 

@@ -107,7 +107,7 @@ func (b *Bus) hasDocument(ctx context.Context, wins []Ref) (bool, error) {
 		if read++; read > documentNodes || depth > documentDepth {
 			return false, nil
 		}
-		n, kids, err := b.node(ctx, r, true, false, nil)
+		n, kids, err := b.node(ctx, r, true, false, false, nil)
 		if err != nil {
 			return false, err
 		}
