@@ -554,6 +554,8 @@ func (b *Bus) node(ctx context.Context, r Ref, showingOnly, throughViewports, st
 	if isKnown {
 		n.Role, ifaces = known.role, known.ifaces
 		roleCall, ifacesCall = func() error { return nil }, func() error { return nil }
+	} else if n.Role != "" {
+		roleCall = func() error { return nil } // read above (a viewport GTK cannot place)
 	}
 	err := together(
 		roleCall,
