@@ -70,20 +70,9 @@ func TestSnapshotOverDBus(t *testing.T) {
 // object only what can change (name, states, children, extents, text), not its role and
 // interfaces again, and reads the same tree.
 func TestSnapshotAsksAnObjectsKindOnce(t *testing.T) {
-	addr := atspitest.PrivateBus(t)
-	served := tree()
-	app := atspitest.App(t, addr, served, false)
-	atspitest.Registry(t, addr, app)
+	addr := serveAt(t, tree())
+	b, a := openApp(t, addr)
 	ctx := context.Background()
-	b, err := Open(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	a, err := b.Application(ctx, uint32(os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	read := func() (*Node, int64) {
 		before := b.Calls()
 		n, err := b.Snapshot(ctx, a.Ref, Limits{StablePaths: true})
@@ -108,11 +97,7 @@ func TestSnapshotAsksAnObjectsKindOnce(t *testing.T) {
 		t.Fatalf("a read without StablePaths made %d calls (%v); want %d", b.Calls()-before, err, firstCalls)
 	}
 	// Another Bus (another delivery) asks again.
-	b2, err := Open(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b2.Close()
+	b2, _ := openApp(t, addr)
 	before = b2.Calls()
 	if _, err := b2.Snapshot(ctx, a.Ref, Limits{StablePaths: true}); err != nil || b2.Calls()-before != firstCalls {
 		t.Fatalf("a new Bus's first read made %d calls (%v); want %d", b2.Calls()-before, err, firstCalls)
@@ -281,8 +266,22 @@ func TestSnapshotReadsThroughAnUnplacedNode(t *testing.T) {
 // and returns the bus, opened, and the application found by this process's id.
 func serveApp(t *testing.T, root *Node) (*Bus, App) {
 	t.Helper()
+	return openApp(t, serveAt(t, root))
+}
+
+// serveAt serves root as this process's application on a private bus with a registry,
+// and returns the bus's address.
+func serveAt(t *testing.T, root *Node) string {
+	t.Helper()
 	addr := atspitest.PrivateBus(t)
 	atspitest.Registry(t, addr, atspitest.App(t, addr, root, false))
+	return addr
+}
+
+// openApp opens the bus at addr (closed when the test ends) and finds this process's
+// application on it.
+func openApp(t *testing.T, addr string) (*Bus, App) {
+	t.Helper()
 	b, err := Open(context.Background(), addr)
 	if err != nil {
 		t.Fatal(err)
