@@ -57,7 +57,7 @@ func TestDesktopAndLoggingStayInCmd(t *testing.T) {
 		module + "/driver/x11", module + "/vision/tesseract"}
 	roots := []string{module, module + "/gate", module + "/store", module + "/store/registry", module + "/store/sqlite",
 		module + "/store/storetest", module + "/evidence", module + "/provider", module + "/provider/registry", module + "/provider/xmpp", module + "/provider/matrix",
-		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios", module + "/mcpserver", module + "/service"}
+		module + "/driver", module + "/driver/replay", module + "/vision", module + "/scenarios", module + "/mcpserver", module + "/service", module + "/service/console"}
 	// Except zerolog where only maunium.net/go/mautrix (provider/matrix's Matrix client)
 	// brings it in: mautrix's client logs through zerolog, and provider/matrix imports
 	// it only to hand that client, and each call's context, a logger that writes nothing

@@ -245,6 +245,7 @@ type AuthorizeRequest struct {
 	Key    string
 	Reason string // why (recorded)
 	Signed []byte // the signed authorization, as 'authorizer sign' writes it
+	By     string // who accepted it, when not the caller's own user (a console's operator)
 }
 
 // Authorize opens the next revision of a consumed intent with a registered person's
@@ -264,7 +265,7 @@ func (c *Client) Authorize(ctx context.Context, req AuthorizeRequest) (Authorize
 	if a.Key != k {
 		return AuthorizeResult{}, gate.Invalidf("the authorization is for key %s, not %s", a.Key, k)
 	}
-	if err := c.store.Authorize(ctx, a, req.Reason); err != nil {
+	if err := c.store.AuthorizeBy(ctx, a, req.Reason, req.By); err != nil {
 		return AuthorizeResult{}, err
 	}
 	ref := gate.Ref{Key: k, Revision: a.Revision}
@@ -297,6 +298,48 @@ func (c *Client) Resolve(ctx context.Context, req ResolveRequest) (ResolveResult
 		return ResolveResult{}, err
 	}
 	return ResolveResult{Decision: "resolved", DispatchID: req.DispatchID, Outcome: o, ObjectID: req.ObjectID}, nil
+}
+
+// ConfirmRequest is a person's word that an unknown attempt's file arrived, learnt by
+// other means than the provider (they asked the recipient, they saw it in the app).
+type ConfirmRequest struct {
+	DispatchID string
+	By         string // who confirms it: recorded
+	Note       string // how they know: recorded
+}
+
+// ProviderPerson is the provider a person's confirmation is recorded under.
+const ProviderPerson = "person"
+
+// ConfirmDelivery records, as sent_verified, an unknown attempt a person confirmed by
+// other means: bound to the attempt's dispatch (one confirmation, one dispatch), with
+// who and how. The store's rules still apply: it refuses while the attempt's lease
+// lives, for an attempt that crossed nothing, and for one already settled.
+func (c *Client) ConfirmDelivery(ctx context.Context, req ConfirmRequest) (ResolveResult, error) {
+	switch {
+	case req.DispatchID == "":
+		return ResolveResult{}, FieldErrorf("dispatch", "is required: the attempt to confirm")
+	case strings.TrimSpace(req.By) == "":
+		return ResolveResult{}, FieldErrorf("by", "is required: who confirms the delivery")
+	case strings.TrimSpace(req.Note) == "":
+		return ResolveResult{}, FieldErrorf("note", "is required: how the delivery was confirmed (asked the recipient, saw it in the chat, ...)")
+	}
+	attempts, keys, err := c.store.Unresolved(ctx)
+	if err != nil {
+		return ResolveResult{}, err
+	}
+	for _, a := range attempts {
+		if a.DispatchID != req.DispatchID || len(keys[a.IntentID]) == 0 {
+			continue
+		}
+		k, err := gate.ParseKey(keys[a.IntentID][0].Key)
+		if err != nil {
+			return ResolveResult{}, err
+		}
+		return c.Resolve(ctx, ResolveRequest{DispatchID: a.DispatchID, Provider: ProviderPerson, ObjectID: ProviderPerson + ":" + a.DispatchID,
+			SHA256: k.Digest().String(), By: req.By, Note: req.Note})
+	}
+	return ResolveResult{}, gate.Invalidf("attempt %s is not unknown now: only an unknown attempt whose lease ended can be confirmed", req.DispatchID)
 }
 
 // ApplyStatement adds or revokes an authorizer with a statement signed by an existing

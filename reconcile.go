@@ -31,6 +31,9 @@ type ReconcileRequest struct {
 	// Staging is the staging folder deliver used: the snapshot of an attempt reconcile
 	// resolves is removed from it. Nothing is removed when "".
 	Staging string
+	// By, when set, is who asked (a console's operator): recorded with what the
+	// provider said.
+	By string
 }
 
 // Reconcile settles unknown attempts by asking the provider, never by sending again.
@@ -84,7 +87,7 @@ func (c *Client) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 				continue
 			}
 		}
-		r := c.reconcileOne(ctx, ns, p, a, ks)
+		r := c.reconcileOne(ctx, ns, p, a, ks, req.By)
 		if r.Result == "resolved" && area != nil {
 			area.Remove(a.DispatchID)
 		}
@@ -152,7 +155,7 @@ func hasKey(ks []store.KeyRecord, k gate.Key) bool {
 
 // reconcileOne asks the provider about one unknown attempt and settles it only on
 // evidence bound to its dispatch.
-func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provider, a store.AttemptRecord, ks []store.KeyRecord) Reconciled {
+func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provider, a store.AttemptRecord, ks []store.KeyRecord, by string) Reconciled {
 	r := Reconciled{DispatchID: a.DispatchID, Key: ks[0].Key}
 	d, why := c.dispatchOf(ns, a, ks)
 	if why != "" {
@@ -163,7 +166,7 @@ func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provide
 	switch v.Answer.Result {
 	case provider.Absent:
 		r.Result, r.Detail = "absent", v.Answer.Detail
-		if err := c.store.NoteAbsence(ctx, a.DispatchID, ns, v.Answer.Authoritative, c.clock(), v.Answer.Detail); err != nil {
+		if err := c.store.NoteAbsence(ctx, a.DispatchID, ns, v.Answer.Authoritative, c.clock(), v.Answer.Detail, by); err != nil {
 			r.Detail += "; recording it failed: " + err.Error()
 		}
 		return r
@@ -175,7 +178,7 @@ func (c *Client) reconcileOne(ctx context.Context, ns string, p provider.Provide
 		r.Result, r.Detail = "cant_tell", "the provider holds objects with this file name in the window, but none can be bound to this dispatch: "+v.Answer.Detail
 		return r
 	}
-	o, err := c.store.Resolve(ctx, store.ResolveRequest{DispatchID: a.DispatchID, Provider: ns, ObjectID: v.Pick.ID, SHA256: v.Pick.SHA256, Recipient: v.Pick.Recipient, Link: v.Pick.Link})
+	o, err := c.store.Resolve(ctx, store.ResolveRequest{DispatchID: a.DispatchID, Provider: ns, ObjectID: v.Pick.ID, SHA256: v.Pick.SHA256, Recipient: v.Pick.Recipient, Link: v.Pick.Link, By: by})
 	if err != nil {
 		r.Result, r.Detail = "cant_tell", err.Error()
 		return r

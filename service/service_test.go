@@ -19,7 +19,7 @@ import (
 func TestTokens(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	made, err := CreateToken(file, "agent-a", now)
+	made, err := CreateToken(file, "agent-a", RoleAgent, now)
 	if err != nil || !strings.HasPrefix(made.Token, tokenPrefix) {
 		t.Fatalf("create: %+v %v", made, err)
 	}
@@ -31,7 +31,7 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("the token file is %v; want 0600", fi.Mode().Perm())
 	}
 	for name, bad := range map[string]string{"a taken name": "agent-a", "a slash": "a/b", "upper case": "Agent", "empty": ""} {
-		if _, err := CreateToken(file, bad, now); !errors.Is(err, sendonce.ErrInvalid) {
+		if _, err := CreateToken(file, bad, RoleAgent, now); !errors.Is(err, sendonce.ErrInvalid) {
 			t.Errorf("%s (%q): %v; want bad input", name, bad, err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestTokens(t *testing.T) {
 	if got, _ := tokens.Lookup(made.Token + "x"); got != "" {
 		t.Fatalf("a wrong token matched %q", got)
 	}
-	other, _ := CreateToken(file, "agent-b", now)
+	other, _ := CreateToken(file, "agent-b", RoleAgent, now)
 	if _, err := RevokeToken(file, "agent-a", now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

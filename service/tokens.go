@@ -29,18 +29,57 @@ type TokenFile struct {
 	Tokens []TokenEntry `json:"tokens"`
 }
 
-// TokenEntry is one agent's token.
+// TokenEntry is one token: an agent's, or a person's for the console.
 type TokenEntry struct {
 	Name      string    `json:"name"`
+	Role      Role      `json:"role,omitempty"` // "" is an agent (token files before roles)
 	SHA256    string    `json:"sha256"`
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Role is what a token opens. The spellings are persisted.
+type Role string
+
+const (
+	// RoleAgent opens the API under /v1/ (claim, deliver, ...) and nothing in the console.
+	RoleAgent Role = "agent"
+	// RoleOperator opens the console: it sees everything and may take a person's actions
+	// (reconcile, record a delivery confirmed by other means, accept a signed
+	// authorization). It opens nothing under /v1/.
+	RoleOperator Role = "operator"
+	// RoleAuditor opens the console read-only: it sees everything and acts on nothing.
+	RoleAuditor Role = "auditor"
+)
+
+// ParseRole reads a role's name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAgent, RoleOperator, RoleAuditor:
+		return r, nil
+	}
+	return "", sendonce.FieldErrorf("role", "%q is not a role: agent (the API), operator (the console, acting) or auditor (the console, read-only)", s)
+}
+
+// roleOf is an entry's role: an entry written before roles is an agent's.
+func (e TokenEntry) roleOf() Role {
+	if e.Role == "" {
+		return RoleAgent
+	}
+	return e.Role
+}
+
+// Holder is who holds a token: its name and its role.
+type Holder struct {
+	Name string
+	Role Role
 }
 
 // TokenResult is what 'sendonce token create|revoke' prints: the token itself only
 // when it was just made.
 type TokenResult struct {
 	Name      string `json:"name"`
+	Role      Role   `json:"role,omitempty"`
 	Token     string `json:"token,omitempty"`
 	Tokens    string `json:"tokens"` // the token file
 	CreatedAt string `json:"created_at,omitempty"`
@@ -55,6 +94,7 @@ type TokenList struct {
 // TokenListEntry is one token's name and state.
 type TokenListEntry struct {
 	Name      string    `json:"name"`
+	Role      Role      `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 }
@@ -122,8 +162,11 @@ func writeTokenFile(path string, f TokenFile) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// CreateToken makes a token for the agent name and returns it: it is shown once.
-func CreateToken(path, name string, now time.Time) (TokenResult, error) {
+// CreateToken makes a token named name for role and returns it: it is shown once.
+func CreateToken(path, name string, role Role, now time.Time) (TokenResult, error) {
+	if _, err := ParseRole(string(role)); err != nil {
+		return TokenResult{}, err
+	}
 	if !tokenName.MatchString(name) {
 		return TokenResult{}, sendonce.FieldErrorf("name", "%q is not a token name: 1-63 of a-z 0-9 . _ -, starting with a letter or digit", name)
 	}
@@ -141,11 +184,11 @@ func CreateToken(path, name string, now time.Time) (TokenResult, error) {
 		return TokenResult{}, err
 	}
 	secret := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
-	f.Tokens = append(f.Tokens, TokenEntry{Name: name, SHA256: hashToken(secret), CreatedAt: now.UTC()})
+	f.Tokens = append(f.Tokens, TokenEntry{Name: name, Role: role, SHA256: hashToken(secret), CreatedAt: now.UTC()})
 	if err := writeTokenFile(path, f); err != nil {
 		return TokenResult{}, err
 	}
-	return TokenResult{Name: name, Token: secret, Tokens: path, CreatedAt: now.UTC().Format(time.RFC3339)}, nil
+	return TokenResult{Name: name, Role: role, Token: secret, Tokens: path, CreatedAt: now.UTC().Format(time.RFC3339)}, nil
 }
 
 // RevokeToken revokes the token named name; a running service refuses it from its next
@@ -177,7 +220,7 @@ func ListTokens(path string) (TokenList, error) {
 	}
 	out := TokenList{Tokens: []TokenListEntry{}}
 	for _, e := range f.Tokens {
-		out.Tokens = append(out.Tokens, TokenListEntry{Name: e.Name, CreatedAt: e.CreatedAt, RevokedAt: e.RevokedAt})
+		out.Tokens = append(out.Tokens, TokenListEntry{Name: e.Name, Role: e.roleOf(), CreatedAt: e.CreatedAt, RevokedAt: e.RevokedAt})
 	}
 	return out, nil
 }
@@ -188,7 +231,7 @@ type Tokens struct {
 
 	mu     sync.Mutex
 	seen   tokenFileState    // the file as it was when read
-	byHash map[string]string // sha256 -> name, live tokens only
+	byHash map[string]Holder // sha256 -> holder, live tokens only
 }
 
 // tokenFileState is what tells that the token file changed: it is read (and checked)
@@ -205,12 +248,28 @@ func stateOf(fi os.FileInfo) tokenFileState {
 	return tokenFileState{modTime: fi.ModTime(), size: fi.Size(), mode: fi.Mode(), uid: uid, gid: gid}
 }
 
-// Lookup returns the name of the live token secret, or "" when none matches. An
-// unreadable token file is an error (the service fails closed).
+// Lookup returns the name of the live agent token secret, or "" when none matches (a
+// person's token opens nothing of the API). An unreadable token file is an error (the
+// service fails closed).
 func (t *Tokens) Lookup(secret string) (string, error) {
+	h, err := t.Holder(secret)
+	if err != nil || h.Role != RoleAgent {
+		return "", err
+	}
+	return h.Name, nil
+}
+
+// Holder returns who holds the live token secret, or the zero Holder when none does.
+func (t *Tokens) Holder(secret string) (Holder, error) {
+	return t.holderOf(hashToken(secret))
+}
+
+// holderOf is Holder by the token's hash: a console session keeps the hash, so that a
+// token revoked ends its sessions at their next request.
+func (t *Tokens) holderOf(h string) (Holder, error) {
 	fi, err := os.Lstat(t.Path)
 	if err != nil {
-		return "", fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)
+		return Holder{}, fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -218,25 +277,24 @@ func (t *Tokens) Lookup(secret string) (string, error) {
 		t.byHash = nil // a file that fails its checks now answers nothing
 		f, err := readTokenFile(t.Path)
 		if errors.Is(err, sendonce.ErrInvalid) {
-			return "", fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err) // every request refused until it is fixed
+			return Holder{}, fmt.Errorf("%w: %v", sendonce.ErrUnavailable, err) // every request refused until it is fixed
 		}
 		if err != nil {
-			return "", err
+			return Holder{}, err
 		}
-		t.byHash = map[string]string{}
+		t.byHash = map[string]Holder{}
 		for _, e := range f.Tokens {
 			if e.RevokedAt.IsZero() {
-				t.byHash[e.SHA256] = e.Name
+				t.byHash[e.SHA256] = Holder{Name: e.Name, Role: e.roleOf()}
 			}
 		}
 		t.seen = stateOf(fi)
 	}
-	h := hashToken(secret)
-	name := ""
-	for hash, n := range t.byHash { // compare every entry, in constant time each
+	var who Holder
+	for hash, holder := range t.byHash { // compare every entry, in constant time each
 		if subtle.ConstantTimeCompare([]byte(hash), []byte(h)) == 1 {
-			name = n
+			who = holder
 		}
 	}
-	return name, nil
+	return who, nil
 }

@@ -22,7 +22,7 @@ func TestTokenFileIsChecked(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	file := filepath.Join(dir, "tokens.json")
-	made, err := CreateToken(file, "agent-a", now)
+	made, err := CreateToken(file, "agent-a", RoleAgent, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestTokenFileIsChecked(t *testing.T) {
 			t.Errorf("mode %04o: the running service still takes the token (%q)", mode, got)
 		}
 		refused("lookup, mode "+mode.String(), err, sendonce.ErrUnavailable, "chmod 600 "+file)
-		_, err = CreateToken(file, "agent-x", now)
+		_, err = CreateToken(file, "agent-x", RoleAgent, now)
 		refused("create, mode "+mode.String(), err, sendonce.ErrInvalid, "chmod 600 "+file)
 		_, err = ListTokens(file)
 		refused("list, mode "+mode.String(), err, sendonce.ErrInvalid, "chmod 600 "+file)

@@ -166,6 +166,12 @@ func (s *Store) ApplyStatement(ctx context.Context, st gate.AuthorizerStatement)
 // Authorize opens the revision that a signed authorization names, once, and records who,
 // when, why and which revision it follows.
 func (s *Store) Authorize(ctx context.Context, a gate.Authorization, reason string) error {
+	return s.AuthorizeBy(ctx, a, reason, "")
+}
+
+// AuthorizeBy is Authorize, recording who accepted the signed authorization (a
+// console's operator) beside the authorizer who signed it.
+func (s *Store) AuthorizeBy(ctx context.Context, a gate.Authorization, reason, by string) error {
 	if reason == "" {
 		return fmt.Errorf("%w: a deliberate redelivery needs a reason", gate.ErrInvalid)
 	}
@@ -204,6 +210,7 @@ func (s *Store) Authorize(ctx context.Context, a gate.Authorization, reason stri
 			return fmt.Errorf("%w: this signed authorization (nonce %s) was already used; a signature is accepted once", gate.ErrInvalid, a.Nonce)
 		}
 		d := map[string]string{"authorizer": a.Signer, "reason": reason, "opens_revision": strconv.Itoa(a.Revision), "follows_revision": strconv.Itoa(in.Revision), "nonce": a.Nonce, "expires_at": formatTime(a.ExpiresAt)}
+		withBy(d, by)
 		e := Event{At: now, Intent: id, Key: a.Key.String(), Revision: in.Revision, Detail: d}
 		if _, refusal = gate.Authorize(in, a.Revision, now); refusal != nil {
 			d["refusal"] = refusal.Reason

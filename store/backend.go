@@ -93,6 +93,11 @@ type Tx interface {
 	// UnresolvedAttempts lists attempts whose result is unknown at now: recorded
 	// send_status_unknown, or crossed with an expired lease and no outcome.
 	UnresolvedAttempts(now time.Time) ([]AttemptRecord, error)
+	// ListAttempts lists the attempts q selects, newest first (a console's list).
+	ListAttempts(q AttemptQuery) ([]AttemptRecord, error)
+	// NeedsPerson lists, oldest first, the attempts of the intents' current revisions
+	// whose result only a person can settle (unknown, rejected), tokens after after.
+	NeedsPerson(after uint64, limit int) ([]AttemptRecord, error)
 	// ObjectDispatch returns the dispatch a provider object is bound to, or "".
 	ObjectDispatch(objectID string) (string, error)
 	// BindObject binds a provider object to a dispatch; one object, one dispatch.

@@ -18,6 +18,9 @@ type ResolveRequest struct {
 	SHA256     string // of the bytes the provider holds
 	Recipient  string // canonical identity the provider delivered to
 	Link       string
+	// By, when set, is who asked for this resolution (a console's operator), and Note
+	// what they said: both recorded in the event, neither judged.
+	By, Note string
 	// Request, when set, stores the answer with the resolution: the same request id
 	// again gets that answer, never a second decision.
 	Request RequestRef
@@ -70,6 +73,9 @@ func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, 
 		}
 		now := tx.Now()
 		d := map[string]string{"provider": req.Provider, "object_id": req.ObjectID, "sha256": req.SHA256, "recipient": req.Recipient, "link": req.Link}
+		if req.By != "" {
+			d["by"], d["note"] = req.By, req.Note
+		}
 		e := Event{At: now, Intent: a.IntentID, Task: a.Task, Token: a.Token, DispatchID: a.DispatchID, Revision: a.Revision, Detail: d}
 		bound, err := tx.ObjectDispatch(req.ObjectID)
 		if err != nil {
@@ -147,7 +153,7 @@ func judge(keys []KeyRecord, req ResolveRequest) (gate.Acceptance, string) {
 // NoteAbsence records that the provider reported no such object for an attempt, as of
 // a time. It changes nothing: an absence never frees a key by itself (the client may
 // still be uploading); it is there for a person deciding on a deliberate redelivery.
-func (s *Store) NoteAbsence(ctx context.Context, dispatchID, provider string, authoritative bool, asOf time.Time, detail string) error {
+func (s *Store) NoteAbsence(ctx context.Context, dispatchID, provider string, authoritative bool, asOf time.Time, detail, by string) error {
 	return s.update(ctx, func(tx Tx) error {
 		a, err := tx.AttemptByDispatch(dispatchID)
 		if err != nil {
@@ -157,7 +163,7 @@ func (s *Store) NoteAbsence(ctx context.Context, dispatchID, provider string, au
 			return fmt.Errorf("%w: no attempt has dispatch id %s", gate.ErrInvalid, dispatchID)
 		}
 		return tx.Append(Event{At: tx.Now(), Intent: a.IntentID, Kind: EventProviderAbsent, Task: a.Task, Token: a.Token, DispatchID: dispatchID, Revision: a.Revision,
-			Detail: map[string]string{"provider": provider, "authoritative": fmt.Sprint(authoritative), "as_of": formatTime(asOf), "detail": detail}})
+			Detail: withBy(map[string]string{"provider": provider, "authoritative": fmt.Sprint(authoritative), "as_of": formatTime(asOf), "detail": detail}, by)})
 	})
 }
 
@@ -193,4 +199,12 @@ func (s *Store) ObjectBinding(ctx context.Context, objectID string) (string, err
 		return err
 	})
 	return d, err
+}
+
+// withBy adds who asked to an event's detail, when someone did.
+func withBy(d map[string]string, by string) map[string]string {
+	if by != "" {
+		d["by"] = by
+	}
+	return d
 }

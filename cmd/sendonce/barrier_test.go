@@ -99,7 +99,7 @@ func TestLiveServiceBarrier(t *testing.T) {
 		t.Fatalf("init as the service user: %v\n%s", err, out)
 	}
 	tokens := filepath.Join(state, "tokens.json")
-	tok, err := service.CreateToken(tokens, "agent-a", time.Now())
+	tok, err := service.CreateToken(tokens, "agent-a", service.RoleAgent, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func BenchmarkClaimsHTTPBesideLibrary(b *testing.B) {
 	if err := initCmd.Run(); err != nil {
 		b.Fatal(err)
 	}
-	tok, err := service.CreateToken(tokens, "bench", time.Now())
+	tok, err := service.CreateToken(tokens, "bench", service.RoleAgent, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/service"
+	"github.com/sendonce/sendonce/service/console"
 )
 
 // cmdServe runs the gate as an HTTP service (package service): on a unix socket or
@@ -36,6 +38,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle connection is kept")
 	deliveryWait := fs.Duration("delivery-wait", 30*time.Second, "the longest a deliver request waits before it answers 202 with a Location to poll")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "on SIGTERM, how long to wait for running deliveries to record their outcomes")
+	reconcileEvery := fs.Duration("reconcile-interval", time.Hour, "how often the service asks its provider about unknown outcomes by itself, from its start (0: only when a person asks, in the console)")
 	f.register(fs, env, "the provider account `FILE`: the service checks sent_verified with it, and reconciles")
 	if _, err := env.parse(fs, args, 0); err != nil {
 		return err
@@ -108,11 +111,25 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	ws, err := c.Workstation(ctx)
+	if err != nil {
+		return err
+	}
+	con, err := console.New(console.Config{Client: c, People: consolePeople{cfg.Tokens}, Secure: *tlsCert != "",
+		ProviderConfig: f.providerConfig, Staging: cfg.Defaults.Staging, Workstation: ws.Workstation})
+	if err != nil {
+		return err
+	}
+	defer con.Close()
+	// One listener: the API under /v1/, the console (for people) at every other path.
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", srv)
+	mux.Handle("/", guarded(guard, con))
 	ln, where, err := listenFor(*listen, *tlsCert != "", *insecure)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: min(*readTimeout, 10*time.Second), ReadTimeout: *readTimeout,
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: min(*readTimeout, 10*time.Second), ReadTimeout: *readTimeout,
 		WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxHeaderBytes: 64 << 10}
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -123,7 +140,8 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 	}
-	go env.keepTidy(ctx, srv, cfg)
+	hs.RegisterOnShutdown(con.Close) // the console's live streams end; Shutdown waits for them otherwise
+	go env.keepTidy(ctx, srv, cfg, *reconcileEvery)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(env.stderr, "sendonce serve: listening on %s (store %s, tokens %s)\n", where, c.Store(), *tokens)
@@ -145,14 +163,51 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	return nil
 }
 
-// keepTidy forgets responses past the retention and asks the provider about unknown
-// outcomes (reconcile runs inside the service), at start and then hourly.
-func (env *environment) keepTidy(ctx context.Context, srv *service.Server, cfg service.Config) {
+// consolePeople tells the console who holds a token: an operator or an auditor; an
+// agent's token is no one there.
+type consolePeople struct{ tokens *service.Tokens }
+
+func (p consolePeople) Person(secret string) (string, console.Role, error) {
+	h, err := p.tokens.Holder(secret)
+	if err != nil {
+		return "", "", err
+	}
+	switch h.Role {
+	case service.RoleOperator:
+		return h.Name, console.Operator, nil
+	case service.RoleAuditor:
+		return h.Name, console.Auditor, nil
+	}
+	return "", "", nil
+}
+
+// guarded asks the guard before each console request, as the API does: a store
+// replaced under the running service fails closed.
+func guarded(guard func(context.Context) error, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := guard(r.Context()); err != nil {
+			http.Error(w, "the store cannot be trusted now: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// keepTidy forgets responses past the retention, hourly, and asks the provider about
+// unknown outcomes (reconcile runs inside the service) at start and then every
+// reconcileEvery (never when 0).
+func (env *environment) keepTidy(ctx context.Context, srv *service.Server, cfg service.Config, reconcileEvery time.Duration) {
+	var lastReconcile time.Time
+	every := time.Hour
+	if reconcileEvery > 0 {
+		every = min(every, max(reconcileEvery, time.Minute))
+	}
 	for {
 		if err := srv.Forget(ctx); err != nil && ctx.Err() == nil {
 			env.log.Warn().Err(err).Msg("forgetting old Idempotency-Key responses")
 		}
-		if cfg.Defaults.ProviderConfig != "" {
+		if cfg.Defaults.ProviderConfig != "" && reconcileEvery > 0 && time.Since(lastReconcile) >= reconcileEvery {
+			lastReconcile = time.Now()
 			if _, err := cfg.Client.Reconcile(ctx, sendonce.ReconcileRequest{ProviderConfig: cfg.Defaults.ProviderConfig, Staging: cfg.Defaults.Staging}); err != nil && ctx.Err() == nil {
 				env.log.Warn().Err(err).Msg("reconcile")
 			}
@@ -160,7 +215,7 @@ func (env *environment) keepTidy(ctx context.Context, srv *service.Server, cfg s
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Hour):
+		case <-time.After(every):
 		}
 	}
 }
@@ -273,33 +328,43 @@ func listenFor(addr string, tlsOn, insecure bool) (net.Listener, string, error) 
 
 // The agents' bearer tokens: made, revoked and listed in the service's token file.
 func cmdTokenCreate(ctx context.Context, env *environment, args []string) error {
-	return env.tokenCommand(ctx, "token create", args, 1, func(file string, rest []string) (result, error) {
-		res, err := service.CreateToken(file, rest[0], time.Now())
+	var role string
+	flags := func(fs *flag.FlagSet) {
+		fs.StringVar(&role, "role", string(service.RoleAgent), "what the token opens: `agent` (the API), operator (the console, acting) or auditor (the console, read-only)")
+	}
+	return env.tokenCommand(ctx, "token create", args, 1, flags, func(file string, rest []string) (result, error) {
+		res, err := service.CreateToken(file, rest[0], service.Role(role), time.Now())
 		return tokenResult(res), err
 	})
 }
 
 func cmdTokenRevoke(ctx context.Context, env *environment, args []string) error {
-	return env.tokenCommand(ctx, "token revoke", args, 1, func(file string, rest []string) (result, error) {
+	return env.tokenCommand(ctx, "token revoke", args, 1, nil, func(file string, rest []string) (result, error) {
 		res, err := service.RevokeToken(file, rest[0], time.Now())
 		return tokenResult(res), err
 	})
 }
 
 func cmdTokenList(ctx context.Context, env *environment, args []string) error {
-	return env.tokenCommand(ctx, "token list", args, 0, func(file string, _ []string) (result, error) {
+	return env.tokenCommand(ctx, "token list", args, 0, nil, func(file string, _ []string) (result, error) {
 		res, err := service.ListTokens(file)
 		return tokenList(res), err
 	})
 }
 
-func (env *environment) tokenCommand(ctx context.Context, name string, args []string, positional int, op func(string, []string) (result, error)) error {
+func (env *environment) tokenCommand(ctx context.Context, name string, args []string, positional int, flags func(*flag.FlagSet), op func(string, []string) (result, error)) error {
 	usage := "[--tokens FILE] NAME"
-	if positional == 0 {
+	switch {
+	case positional == 0:
 		usage = "[--tokens FILE]"
+	case flags != nil:
+		usage = "[--tokens FILE] [--role agent|operator|auditor] NAME"
 	}
 	fs := env.flags(name, usage)
 	tokens := fs.String("tokens", "", "the token `FILE` (default STATE/tokens.json, as serve uses it)")
+	if flags != nil {
+		flags(fs)
+	}
 	rest, err := env.parse(fs, args, positional)
 	if err != nil {
 		return err
@@ -326,7 +391,7 @@ func (r tokenResult) MarshalJSON() ([]byte, error) { return json.Marshal(service
 func (r tokenResult) WriteText(w io.Writer) {
 	switch {
 	case r.Token != "":
-		fmt.Fprintf(w, "token for %s (shown once; only its hash is kept in %s):\n%s\n", r.Name, r.Tokens, r.Token)
+		fmt.Fprintf(w, "%s token for %s (shown once; only its hash is kept in %s):\n%s\n", r.Role, r.Name, r.Tokens, r.Token)
 	case r.Revoked:
 		fmt.Fprintf(w, "revoked the token of %s (%s)\n", r.Name, r.Tokens)
 	}
@@ -341,6 +406,6 @@ func (r tokenList) WriteText(w io.Writer) {
 		if !t.RevokedAt.IsZero() {
 			state = "revoked " + t.RevokedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%-24s made %s  %s\n", t.Name, t.CreatedAt.UTC().Format(time.RFC3339), state)
+		fmt.Fprintf(w, "%-24s %-8s made %s  %s\n", t.Name, t.Role, t.CreatedAt.UTC().Format(time.RFC3339), state)
 	}
 }

@@ -79,7 +79,7 @@ func startService(t *testing.T, o svcOptions) *svc {
 	}
 	for i := 1; i <= max(1, o.agents); i++ {
 		name := fmt.Sprintf("agent-%d", i)
-		res, err := service.CreateToken(s.tokens, name, time.Now())
+		res, err := service.CreateToken(s.tokens, name, service.RoleAgent, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

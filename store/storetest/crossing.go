@@ -202,7 +202,7 @@ func testResolve(t *testing.T, s *store.Store, c *Clock) {
 	wantErr(t, "resolve while the lease lives", err, gate.ErrHeld)
 	c.Advance(lease + time.Second)
 	wantStatus(t, s, gate.StatusSendStatusUnknown, k)
-	wantErr(t, "note absence", s.NoteAbsence(ctx, a.DispatchID(), "xmpp", true, c.Now(), "MAM complete, nothing"), nil)
+	wantErr(t, "note absence", s.NoteAbsence(ctx, a.DispatchID(), "xmpp", true, c.Now(), "MAM complete, nothing", ""), nil)
 	rs, _ := s.Status(ctx, []gate.Key{k})
 	if rs[0].Status != gate.StatusSendStatusUnknown || len(rs[0].Notes) != 1 {
 		t.Fatalf("after an absence: %s %v; want still unknown, with a note", rs[0].Status, rs[0].Notes)

@@ -1,0 +1,306 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/service/console"
+)
+
+// people is a token table the test changes as it goes.
+type people struct {
+	mu sync.Mutex
+	m  map[string][2]string // secret -> name, role ("agent" opens nothing here)
+}
+
+func (p *people) Person(secret string) (string, console.Role, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.m[secret]
+	if !ok || e[1] == "agent" {
+		return "", "", nil
+	}
+	return e[0], console.Role(e[1]), nil
+}
+
+const hostile = `<img src=x onerror=alert(1)>.txt`
+
+// bed is a store with one unknown attempt (a file named with markup, to a title with
+// markup) and one verified one, and a console over it.
+type bed struct {
+	t      *testing.T
+	client *sendonce.Client
+	people *people
+	srv    *httptest.Server
+	key    string // the unknown attempt's key
+	unk    string // its dispatch id
+}
+
+func newBed(t *testing.T) *bed {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "store.db")
+	opt := sendonce.Options{StateDir: filepath.Join(dir, "state"), EvidenceRoot: filepath.Join(dir, "evidence")}
+	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, opt); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sendonce.Open(ctx, loc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	b := &bed{t: t, client: c, people: &people{m: map[string][2]string{"op-secret": {"olga", "operator"}, "au-secret": {"audrey", "auditor"}, "ag-secret": {"agent-a", "agent"}}}}
+	b.key, b.unk = b.attempt("<b>Bob</b> שלום", hostile, "one", gate.SendStatusUnknown)
+	b.attempt("xmpp:carol@example.org", "report.pdf", "two", gate.NotSent)
+	con, err := console.New(console.Config{Client: c, People: b.people})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv = httptest.NewServer(con)
+	t.Cleanup(func() { con.Close(); b.srv.Close() })
+	return b
+}
+
+// attempt claims, crosses send (unless not_sent) and records outcome for a file of
+// that name.
+func (b *bed) attempt(to, name, body string, outcome gate.Outcome) (key, dispatch string) {
+	t, ctx := b.t, context.Background()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dest := sendonce.Destination{Title: to}
+	if strings.HasPrefix(to, "xmpp:") {
+		dest = sendonce.Destination{ProviderID: to}
+	}
+	res, err := b.client.Claim(ctx, sendonce.ClaimRequest{Destination: dest, Content: sendonce.Content{Path: path}, Task: "task-" + body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sendonce.PermitRef{Key: res.Key, Task: res.Task, Token: res.Grant.Token}
+	if outcome != gate.NotSent {
+		if _, err := b.client.Cross(ctx, ref, gate.Send, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.client.Record(ctx, ref, sendonce.RecordRequest{Outcome: outcome}); err != nil {
+		t.Fatal(err)
+	}
+	return res.Key, res.Grant.DispatchID
+}
+
+// browser is a person's browser: a cookie jar, no redirects followed by itself.
+type browser struct {
+	t    *testing.T
+	b    *bed
+	http *http.Client
+}
+
+func (b *bed) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: b.t, b: b, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (br *browser) do(method, path string, form url.Values) (*http.Response, string) {
+	br.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, br.b.srv.URL+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := br.http.Do(req)
+	if err != nil {
+		br.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (br *browser) login(secret string) *http.Response {
+	resp, _ := br.do("POST", "/login", url.Values{"token": {secret}, "next": {"/"}})
+	return resp
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (br *browser) csrf(page string) string {
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		br.t.Fatalf("no CSRF token on the page:\n%s", page)
+	}
+	return m[1]
+}
+
+func TestLoginAndRoles(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	if resp, _ := br.do("GET", "/", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Fatalf("without a session: %d %s; want a redirect to the login page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp := br.login("ag-secret"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an agent's token: %d; want 401 (it opens nothing here)", resp.StatusCode)
+	}
+	if resp, _ := br.do("GET", "/", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after an agent's login the console opened: %d", resp.StatusCode)
+	}
+	resp := br.login("op-secret")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an operator's login: %d", resp.StatusCode)
+	}
+	ck := resp.Cookies()
+	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Path != "/" {
+		t.Fatalf("the session cookie: %+v; want HttpOnly, SameSite=Strict, Path=/", ck)
+	}
+	resp, page := br.do("GET", "/", nil)
+	csp := resp.Header.Get("Content-Security-Policy")
+	if resp.StatusCode != 200 || !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Fatalf("the needs page: %d, CSP %q", resp.StatusCode, csp)
+	}
+	if !strings.Contains(page, "olga") || !strings.Contains(page, "Log out") {
+		t.Fatalf("the page does not say who is logged in:\n%s", page)
+	}
+	// A revoked token ends its session at the next request.
+	b.people.mu.Lock()
+	delete(b.people.m, "op-secret")
+	b.people.mu.Unlock()
+	if resp, _ := br.do("GET", "/", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after the token was revoked: %d; want the login page", resp.StatusCode)
+	}
+}
+
+func TestNeedsAPersonEscapesWhatOthersWrote(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	br.login("au-secret")
+	_, page := br.do("GET", "/", nil)
+	if strings.Contains(page, "<img") || strings.Contains(page, "<b>Bob") {
+		t.Fatalf("markup from a file name or a title reached the page unescaped:\n%s", page)
+	}
+	if !strings.Contains(page, "&lt;img src=x onerror=alert(1)&gt;.txt") || !strings.Contains(page, "&lt;b&gt;Bob&lt;/b&gt;") {
+		t.Fatalf("the unknown attempt's file and destination are not on the page as text:\n%s", page)
+	}
+	if !strings.Contains(page, "weak: title") || !strings.Contains(page, "send_status_unknown") {
+		t.Fatalf("the row does not show the title's weakness or the state:\n%s", page)
+	}
+	if strings.Contains(page, "report.pdf") {
+		t.Fatal("a not_sent attempt is listed as needing a person")
+	}
+	_, page = br.do("GET", "/deliveries", nil)
+	if !strings.Contains(page, "report.pdf") || !strings.Contains(page, "&lt;img") {
+		t.Fatalf("the deliveries list lacks an attempt:\n%s", page)
+	}
+	_, page = br.do("GET", "/deliveries?state=not_sent", nil)
+	if !strings.Contains(page, "report.pdf") || strings.Contains(page, "&lt;img") {
+		t.Fatalf("the state filter:\n%s", page)
+	}
+	_, page = br.do("GET", "/deliveries?dest_id=xmpp:carol@example.org", nil)
+	if !strings.Contains(page, "report.pdf") || strings.Contains(page, "&lt;img") {
+		t.Fatalf("the destination filter:\n%s", page)
+	}
+	_, page = br.do("GET", "/deliveries?day=yesterday", nil)
+	if !strings.Contains(page, "is not a day") {
+		t.Fatalf("a wrong day is not named:\n%s", page)
+	}
+}
+
+func TestAuditorCannotAct(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	br.login("au-secret")
+	_, page := br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
+	if strings.Contains(page, "Record the delivery") || strings.Contains(page, "Ask the provider again") {
+		t.Fatal("an auditor's key page offers actions")
+	}
+	resp, _ := br.do("POST", "/confirm", url.Values{"csrf": {br.csrf(page)}, "key": {b.key}, "dispatch": {b.unk}, "note": {"x"}, "sure": {"yes"}})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("an auditor's confirm: %d; want 403", resp.StatusCode)
+	}
+	st, _ := b.client.Status(context.Background(), sendonce.StatusRequest{Key: b.key})
+	if st.Status != gate.StatusSendStatusUnknown {
+		t.Fatalf("after an auditor's refused action the key is %s", st.Status)
+	}
+}
+
+func TestOperatorConfirmsADelivery(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	br.login("op-secret")
+	_, page := br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
+	form := url.Values{"key": {b.key}, "dispatch": {b.unk}, "note": {"Bob said he has it"}, "sure": {"yes"}}
+	if resp, _ := br.do("POST", "/confirm", form); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a confirm without the CSRF token: %d; want 403", resp.StatusCode)
+	}
+	form.Set("csrf", br.csrf(page))
+	resp, _ := br.do("POST", "/confirm", form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", resp.StatusCode)
+	}
+	_, page = br.do("GET", resp.Header.Get("Location"), nil)
+	if !strings.Contains(page, "Recorded: attempt") {
+		t.Fatalf("the key page does not say what was recorded:\n%s", page)
+	}
+	st, _ := b.client.Show(context.Background(), sendonce.StatusRequest{Key: b.key})
+	if st.Status != gate.StatusSentVerified {
+		t.Fatalf("after the confirmation the key is %s", st.Status)
+	}
+	found := false
+	for _, e := range st.Intents[0].Events {
+		found = found || (e.Kind == "resolved" && e.Detail["provider"] == sendonce.ProviderPerson && strings.HasPrefix(e.Detail["by"], "olga") && e.Detail["note"] == "Bob said he has it")
+	}
+	if !found {
+		t.Fatalf("no resolved event records who confirmed it and how: %+v", st.Intents[0].Events)
+	}
+	// A second confirmation of the same attempt is refused by the store's rules.
+	_, page = br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
+	if strings.Contains(page, "Record the delivery as confirmed") {
+		t.Fatal("a settled attempt still offers a confirmation")
+	}
+	form.Set("csrf", br.csrf(page))
+	resp, _ = br.do("POST", "/confirm", form)
+	_, page = br.do("GET", resp.Header.Get("Location"), nil)
+	if !strings.Contains(page, "Nothing was recorded") {
+		t.Fatalf("a second confirmation was not refused:\n%s", page)
+	}
+}
+
+func TestAFormFromAnotherSiteIsRefused(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	br.login("op-secret")
+	_, page := br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
+	req, _ := http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := br.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a form posted from another origin: %d; want 403", resp.StatusCode)
+	}
+	if resp, _ := br.do("GET", "/login?next=//evil.example/", nil); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	resp = br.login("op-secret")
+	if loc := resp.Header.Get("Location"); loc != "/" {
+		t.Fatalf("login went to %q", loc)
+	}
+}
