@@ -63,6 +63,14 @@ func chromiumPage(t *testing.T, title string) string {
 // group it started when the test ends.
 func startChromium(t *testing.T, bed *testBed, display, page string, env ...string) int {
 	t.Helper()
+	pid, _ := startChromiumWith(t, bed, display, []string{"--app=file://" + page}, env...)
+	return pid
+}
+
+// startChromiumWith is startChromium with Chromium's last arguments given (what it
+// shows, and any flags); it also returns Chromium's profile folder.
+func startChromiumWith(t *testing.T, bed *testBed, display string, last []string, env ...string) (int, string) {
+	t.Helper()
 	name := bed.get(t, "GAJIM_USER")
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -101,10 +109,11 @@ func startChromium(t *testing.T, bed *testBed, display, page string, env ...stri
 		"LANG=C.UTF-8", "LC_ALL=C.UTF-8", "LANGUAGE=en"}
 	args = append(args, env...)
 	// DISPLAY only for Chromium: the session bus, and what it activates, run without.
-	args = append(args, "dbus-run-session", "--", "sh", "-c", `DISPLAY="$1" XAUTHORITY="$2" exec chromium --user-data-dir="$3" `+
+	args = append(args, "dbus-run-session", "--", "sh", "-c", `export DISPLAY="$1" XAUTHORITY="$2"; P="$3"; shift 3; exec chromium --user-data-dir="$P" `+
 		`--no-first-run --no-default-browser-check --disable-gpu --password-store=basic --disable-background-networking `+
-		`--disable-component-update --disable-sync --window-position=0,0 --window-size=900,600 --app="file://$4"`,
-		"sh", display, filepath.Join(home, ".Xauthority"), filepath.Join(home, "profile"), page)
+		`--disable-component-update --disable-sync --window-position=0,0 --window-size=900,600 "$@"`,
+		"sh", display, filepath.Join(home, ".Xauthority"), filepath.Join(home, "profile"))
+	args = append(args, last...)
 	cmd := exec.Command("runuser", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var log strings.Builder
@@ -128,7 +137,7 @@ func startChromium(t *testing.T, bed *testBed, display, page string, env ...stri
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if pid := browserIn(pgid); pid != 0 {
-			return pid
+			return pid, filepath.Join(home, "profile")
 		}
 		select {
 		case <-done:

@@ -144,7 +144,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	c.mux.ServeHTTP(w, r)
@@ -229,16 +229,17 @@ func (c *Console) session(r *http.Request) (string, *session, error) {
 	return ck.Value, s, nil
 }
 
-// sameOrigin refuses a form another site posted: the browser names the form's origin
-// (Origin, or Sec-Fetch-Site); a request that names none (an old browser, curl) relies
-// on the CSRF token and the SameSite=Strict cookie alone.
+// sameOrigin refuses a form another site posted. A browser says where a request comes
+// from in Sec-Fetch-Site, which no page can set; an older one, in Origin (a page whose
+// referrer policy is no-referrer sends "null" there). A request that says neither
+// (curl) relies on the CSRF token and the SameSite=Strict cookie alone.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" || origin == "null" {
-		return origin == ""
+	if origin == "" {
+		return true
 	}
 	u, err := url.Parse(origin)
 	return err == nil && u.Host == r.Host

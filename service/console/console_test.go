@@ -1,8 +1,11 @@
 package console_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -13,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce"
 	"github.com/sendonce/sendonce/gate"
@@ -46,6 +50,7 @@ type bed struct {
 	srv    *httptest.Server
 	key    string // the unknown attempt's key
 	unk    string // its dispatch id
+	annKey string // the private key file of the store's authorizer, ann
 }
 
 func newBed(t *testing.T) *bed {
@@ -54,7 +59,12 @@ func newBed(t *testing.T) *bed {
 	dir := t.TempDir()
 	loc := filepath.Join(dir, "store.db")
 	opt := sendonce.Options{StateDir: filepath.Join(dir, "state"), EvidenceRoot: filepath.Join(dir, "evidence")}
-	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{}, opt); err != nil {
+	kg, err := sendonce.GenerateAuthorizerKey(filepath.Join(dir, "ann.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann, _ := sendonce.ParseAuthorizerKey("ann=" + kg.PublicKey)
+	if _, err := sendonce.Init(ctx, loc, sendonce.InitRequest{FirstAuthorizer: &ann}, opt); err != nil {
 		t.Fatal(err)
 	}
 	c, err := sendonce.Open(ctx, loc, opt)
@@ -62,7 +72,7 @@ func newBed(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := &bed{t: t, client: c, people: &people{m: map[string][2]string{"op-secret": {"olga", "operator"}, "au-secret": {"audrey", "auditor"}, "ag-secret": {"agent-a", "agent"}}}}
+	b := &bed{annKey: kg.PrivateKeyFile, t: t, client: c, people: &people{m: map[string][2]string{"op-secret": {"olga", "operator"}, "au-secret": {"audrey", "auditor"}, "ag-secret": {"agent-a", "agent"}}}}
 	b.key, b.unk = b.attempt("<b>Bob</b> שלום", hostile, "one", gate.SendStatusUnknown)
 	b.attempt("xmpp:carol@example.org", "report.pdf", "two", gate.NotSent)
 	con, err := console.New(console.Config{Client: c, People: b.people})
@@ -104,14 +114,16 @@ func (b *bed) attempt(to, name, body string, outcome gate.Outcome) (key, dispatc
 
 // browser is a person's browser: a cookie jar, no redirects followed by itself.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	b    *bed
 	http *http.Client
 }
 
-func (b *bed) browser() *browser {
+func (b *bed) browser() *browser { return b.browserFor(b.t) }
+
+func (b *bed) browserFor(t testing.TB) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: b.t, b: b, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &browser{t: t, b: b, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 func (br *browser) do(method, path string, form url.Values) (*http.Response, string) {
@@ -296,11 +308,150 @@ func TestAFormFromAnotherSiteIsRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a form posted from another origin: %d; want 403", resp.StatusCode)
 	}
+	for _, h := range []map[string]string{{"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"}} {
+		req, _ := http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := br.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a form posted with %v: %d; want 403", h, resp.StatusCode)
+		}
+	}
+	// A browser's own form: Sec-Fetch-Site says so, whatever Origin says.
+	req, _ = http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", "null")
+	if resp, err := br.http.Do(req); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the console's own form: %v %v; want it taken (303)", resp.StatusCode, err)
+	}
 	if resp, _ := br.do("GET", "/login?next=//evil.example/", nil); resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
 	}
 	resp = br.login("op-secret")
 	if loc := resp.Header.Get("Location"); loc != "/" {
 		t.Fatalf("login went to %q", loc)
+	}
+}
+
+func TestOperatorAcceptsASignedAuthorization(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	storeID, _ := b.client.StoreID(ctx)
+	priv, err := sendonce.ReadPrivateKey(b.annKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := filepath.Join(t.TempDir(), "auth.json")
+	if _, err := sendonce.SignAuthorization(sendonce.SignRequest{StoreID: storeID, Key: b.key, Revision: 1, Name: "ann", PrivateKey: priv,
+		ExpiresAt: time.Now().Add(time.Hour), Out: signed}); err != nil {
+		t.Fatal(err)
+	}
+	content, _ := os.ReadFile(signed)
+	br := b.browser()
+	br.login("op-secret")
+	_, page := br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
+	if !strings.Contains(page, "Accept the authorization") {
+		t.Fatal("a consumed key's page offers no authorization")
+	}
+	post := func(file []byte, reason string) string {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		mw.WriteField("csrf", br.csrf(page))
+		mw.WriteField("key", b.key)
+		mw.WriteField("reason", reason)
+		fw, _ := mw.CreateFormFile("signed", "auth.json")
+		fw.Write(file)
+		mw.Close()
+		req, _ := http.NewRequest("POST", b.srv.URL+"/authorize", &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := br.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("authorize: %d", resp.StatusCode)
+		}
+		_, page = br.do("GET", resp.Header.Get("Location"), nil)
+		return page
+	}
+	tampered := bytes.Replace(content, []byte(`"revision": 1`), []byte(`"revision": 2`), 1)
+	if got := post(tampered, "resend"); !strings.Contains(got, "Nothing was changed") {
+		t.Fatalf("a tampered authorization was not refused:\n%s", got)
+	}
+	if got := post(content, "Bob lost the file"); !strings.Contains(got, "Authorized: revision 1") {
+		t.Fatalf("the signed authorization was not accepted:\n%s", got)
+	}
+	st, _ := b.client.Show(ctx, sendonce.StatusRequest{Key: b.key})
+	if st.Status != gate.StatusFree {
+		t.Fatalf("after the authorization the key is %s; want free for one redelivery", st.Status)
+	}
+	found := false
+	for _, e := range st.Intents[0].Events {
+		found = found || (e.Kind == "authorized" && e.Detail["authorizer"] == "ann" && strings.HasPrefix(e.Detail["by"], "olga"))
+	}
+	if !found {
+		t.Fatalf("no authorized event names who accepted it: %+v", st.Intents[0].Events)
+	}
+	if got := post(content, "again"); !strings.Contains(got, "already used") {
+		t.Fatalf("the same signature was accepted twice:\n%s", got)
+	}
+	// An authorized key needs no person any more.
+	_, page = br.do("GET", "/", nil)
+	if strings.Contains(page, "&lt;img") {
+		t.Fatal("the reopened key is still listed as needing a person")
+	}
+}
+
+// TestLiveListSaysWhenItCannot: the live stream sends the list's rows, and when the
+// store cannot be read it says so (the page then shows the list is stale).
+func TestLiveListSaysWhenItCannot(t *testing.T) {
+	b := newBed(t)
+	br := b.browser()
+	br.login("au-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/live", nil)
+	resp, err := br.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("/live: %d %s", resp.StatusCode, ct)
+	}
+	events := bufio.NewScanner(resp.Body)
+	next := func() (string, string) {
+		t.Helper()
+		var event string
+		var data []string
+		for events.Scan() {
+			line := events.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data = append(data, strings.TrimPrefix(line, "data: "))
+			case line == "" && event != "":
+				return event, strings.Join(data, "\n")
+			}
+		}
+		t.Fatalf("the stream ended: %v", events.Err())
+		return "", ""
+	}
+	if ev, data := next(); ev != "needs" || !strings.Contains(data, "&lt;img src=x") {
+		t.Fatalf("the first event: %s %q; want the list's rows, escaped", ev, data)
+	}
+	b.client.Close() // the store cannot be read any more
+	if ev, data := next(); ev != "failed" || !strings.Contains(data, "the store cannot be read") {
+		t.Fatalf("after the store closed: %s %q; want it said", ev, data)
 	}
 }

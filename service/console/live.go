@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/internal/clock"
 )
 
 // live streams the "needs a person" list as server-sent events: the list's rows,
@@ -37,7 +38,7 @@ func (c *Console) live(q *request) {
 		}
 		if key := event + "\x00" + stripAges(data); key != last {
 			last = key
-			rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			rc.SetWriteDeadline(clock.System().Add(30 * time.Second))
 			if _, err := fmt.Fprintf(q.w, "event: %s\n%s\n", event, dataLines(data)); err != nil {
 				return
 			}

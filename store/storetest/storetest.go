@@ -68,6 +68,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"ForgetRequests", testForgetRequests},
 		{"CrossAndResolveRequestIDs", testCrossAndResolveRequestIDs},
 		{"RolledBackStoreFailsClosed", testRolledBack},
+		{"Lists", testLists},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
