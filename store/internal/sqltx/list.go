@@ -16,7 +16,14 @@ func (t *Tx) ListAttempts(q store.AttemptQuery) ([]store.AttemptRecord, error) {
 	if q.Before > 0 {
 		where, args = append(where, "token < ?"), append(args, q.Before)
 	}
-	if q.KeyPrefix != "" {
+	switch {
+	case q.KeyPrefix != "" && t.Dialect.BytewiseText:
+		// A range of the keys' index: every key that starts with the prefix (which ends
+		// with ':', before the digest) sorts at or after it and before the prefix with
+		// ';', the next byte, in its place.
+		where = append(where, "intent_id IN (SELECT intent_id FROM keys WHERE key >= ? AND key < ?)")
+		args = append(args, q.KeyPrefix, q.KeyPrefix[:len(q.KeyPrefix)-1]+string(q.KeyPrefix[len(q.KeyPrefix)-1]+1))
+	case q.KeyPrefix != "":
 		// substr, not a range: PostgreSQL's text order is its collation's, not bytes'.
 		where = append(where, "intent_id IN (SELECT intent_id FROM keys WHERE substr(key, 1, ?) = ?)")
 		args = append(args, utf8.RuneCountInString(q.KeyPrefix), q.KeyPrefix)

@@ -70,10 +70,13 @@ type Dialect struct {
 	CrossingOrder string
 	// CombinesWrites: a statement may hold inserts in its WITH clause (PostgreSQL).
 	CombinesWrites bool
+	// BytewiseText: text compares byte by byte (SQLite's BINARY), so a prefix is a
+	// range of an index.
+	BytewiseText bool
 }
 
 // SQLite is SQLite's dialect.
-var SQLite = &Dialect{CrossingOrder: "at, rowid"}
+var SQLite = &Dialect{CrossingOrder: "at, rowid", BytewiseText: true}
 
 // PostgreSQL is PostgreSQL's dialect.
 var PostgreSQL = &Dialect{Numbered: true, CrossingOrder: "at, seq", CombinesWrites: true}
