@@ -15,8 +15,8 @@ import (
 func testLists(t *testing.T, s *store.Store, c *Clock) {
 	type made struct {
 		title, content, ws string
-		outcome           gate.Outcome // "" leaves it held; "lapsed" lets the lease end before any crossing
-		cross             bool
+		outcome            gate.Outcome // "" leaves it held; "lapsed" lets the lease end before any crossing
+		cross              bool
 	}
 	cases := []made{
 		{"Bob", "a", "ws-1", gate.SentVerified, true},
