@@ -324,22 +324,23 @@ func (c *Client) ConfirmDelivery(ctx context.Context, req ConfirmRequest) (Resol
 	case strings.TrimSpace(req.Note) == "":
 		return ResolveResult{}, FieldErrorf("note", "is required: how the delivery was confirmed (asked the recipient, saw it in the chat, ...)")
 	}
-	attempts, keys, err := c.store.Unresolved(ctx)
+	a, revision, err := c.store.Dispatch(ctx, req.DispatchID)
+	switch {
+	case err != nil:
+		return ResolveResult{}, err
+	case a == nil || len(a.Keys) == 0:
+		return ResolveResult{}, FieldErrorf("dispatch", "no attempt has dispatch id %s", req.DispatchID)
+	case a.State != store.StateUnknown:
+		return ResolveResult{}, gate.Invalidf("attempt %s is %s, not unknown: only an unknown attempt whose lease ended can be confirmed", req.DispatchID, a.State)
+	case a.Revision != revision:
+		return ResolveResult{}, gate.Invalidf("attempt %s is of revision %d, and a redelivery opened revision %d since: it is not for a person to confirm now", req.DispatchID, a.Revision, revision)
+	}
+	k, err := gate.ParseKey(a.Keys[0].Key)
 	if err != nil {
 		return ResolveResult{}, err
 	}
-	for _, a := range attempts {
-		if a.DispatchID != req.DispatchID || len(keys[a.IntentID]) == 0 {
-			continue
-		}
-		k, err := gate.ParseKey(keys[a.IntentID][0].Key)
-		if err != nil {
-			return ResolveResult{}, err
-		}
-		return c.Resolve(ctx, ResolveRequest{DispatchID: a.DispatchID, Provider: ProviderPerson, ObjectID: ProviderPerson + ":" + a.DispatchID,
-			SHA256: k.Digest().String(), By: req.By, Note: req.Note})
-	}
-	return ResolveResult{}, gate.Invalidf("attempt %s is not unknown now: only an unknown attempt whose lease ended can be confirmed", req.DispatchID)
+	return c.Resolve(ctx, ResolveRequest{DispatchID: a.DispatchID, Provider: ProviderPerson, ObjectID: ProviderPerson + ":" + a.DispatchID,
+		SHA256: k.Digest().String(), By: req.By, Note: req.Note, Asserted: true})
 }
 
 // ApplyStatement adds or revokes an authorizer with a statement signed by an existing

@@ -261,12 +261,12 @@ func (t *Tokens) Lookup(secret string) (string, error) {
 
 // Holder returns who holds the live token secret, or the zero Holder when none does.
 func (t *Tokens) Holder(secret string) (Holder, error) {
-	return t.holderOf(hashToken(secret))
+	return t.HolderByHash(hashToken(secret))
 }
 
-// holderOf is Holder by the token's hash: a console session keeps the hash, so that a
-// token revoked ends its sessions at their next request.
-func (t *Tokens) holderOf(h string) (Holder, error) {
+// HolderByHash is Holder by the token's SHA-256 in hex: a console session keeps only
+// the hash, and a token revoked ends its sessions at their next request.
+func (t *Tokens) HolderByHash(h string) (Holder, error) {
 	fi, err := os.Lstat(t.Path)
 	if err != nil {
 		return Holder{}, fmt.Errorf("%w: token file: %v", sendonce.ErrUnavailable, err)

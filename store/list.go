@@ -165,3 +165,29 @@ func providerSaid(evs []Event, dispatch string) string {
 	}
 	return said
 }
+
+// Dispatch is one attempt by its dispatch id, as a list shows it, and its intent's
+// current revision (an attempt of an older one was moved past by an authorized
+// redelivery); nil when the store has no such attempt.
+func (s *Store) Dispatch(ctx context.Context, dispatchID string) (*Listing, int, error) {
+	var out *Listing
+	var revision int
+	err := s.view(ctx, func(tx Tx) error {
+		out = nil
+		a, err := tx.AttemptByDispatch(dispatchID)
+		if err != nil || a == nil {
+			return err
+		}
+		in, err := tx.Intent(a.IntentID)
+		if err != nil {
+			return err
+		}
+		ls, err := listings(tx, []AttemptRecord{*a}, false)
+		if err != nil {
+			return err
+		}
+		out, revision = &ls[0], in.Revision
+		return nil
+	})
+	return out, revision, err
+}

@@ -21,6 +21,9 @@ type ResolveRequest struct {
 	// By, when set, is who asked for this resolution (a console's operator), and Note
 	// what they said: both recorded in the event, neither judged.
 	By, Note string
+	// Asserted: SHA256 and Recipient are a person's word, not what a provider showed;
+	// the event says so.
+	Asserted bool
 	// Request, when set, stores the answer with the resolution: the same request id
 	// again gets that answer, never a second decision.
 	Request RequestRef
@@ -75,6 +78,9 @@ func (s *Store) Resolve(ctx context.Context, req ResolveRequest) (gate.Outcome, 
 		d := map[string]string{"provider": req.Provider, "object_id": req.ObjectID, "sha256": req.SHA256, "recipient": req.Recipient, "link": req.Link}
 		if req.By != "" {
 			d["by"], d["note"] = req.By, req.Note
+		}
+		if req.Asserted {
+			d["asserted"] = "the digest and recipient are the person's word: no provider showed them"
 		}
 		e := Event{At: now, Intent: a.IntentID, Task: a.Task, Token: a.Token, DispatchID: a.DispatchID, Revision: a.Revision, Detail: d}
 		bound, err := tx.ObjectDispatch(req.ObjectID)

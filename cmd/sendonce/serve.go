@@ -115,7 +115,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	con, err := console.New(console.Config{Client: c, People: consolePeople{cfg.Tokens}, Secure: *tlsCert != "",
+	con, err := console.New(console.Config{Client: c, People: consolePeople{cfg.Tokens}, Secure: *tlsCert != "", Guard: guard,
 		ProviderConfig: f.providerConfig, Staging: cfg.Defaults.Staging, Workstation: ws.Workstation})
 	if err != nil {
 		return err
@@ -167,8 +167,8 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 // agent's token is no one there.
 type consolePeople struct{ tokens *service.Tokens }
 
-func (p consolePeople) Person(secret string) (string, console.Role, error) {
-	h, err := p.tokens.Holder(secret)
+func (p consolePeople) Person(tokenHash string) (string, console.Role, error) {
+	h, err := p.tokens.HolderByHash(tokenHash)
 	if err != nil {
 		return "", "", err
 	}

@@ -18,9 +18,11 @@ package console
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -42,9 +44,16 @@ const (
 	Auditor  Role = "auditor"  // sees everything, acts on nothing
 )
 
-// People says who holds a token. An agent's token, or none, is the zero name.
+// People says who holds a token, by the token's SHA-256 in hex (TokenHash): the console
+// keeps only that. An agent's token, or none, is the zero name.
 type People interface {
-	Person(secret string) (name string, role Role, err error)
+	Person(tokenHash string) (name string, role Role, err error)
+}
+
+// TokenHash is what People is asked with: a token's SHA-256, in hex.
+func TokenHash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
 }
 
 // Config is what a Console serves.
@@ -57,6 +66,9 @@ type Config struct {
 	ProviderConfig, Staging string
 	// Workstation is this machine's id: bundles of attempts made elsewhere stay there.
 	Workstation string
+	// Guard, when set, is asked before the live list is read each time (as the service
+	// asks it before each request): an error fails the stream closed, and it says so.
+	Guard func(context.Context) error
 	// Live is how often the live list asks the store again (2s when 0).
 	Live time.Duration
 	// SessionTTL is how long a session lasts from its login (8h when 0).
@@ -78,11 +90,13 @@ type Console struct {
 
 // session is one person's login.
 type session struct {
-	name, secret string
-	role         Role
-	csrf         string
-	expires      time.Time
-	flash        *flash // an action's result, shown once
+	name    string
+	hash    string // the token's SHA-256: a revoked token ends the session
+	role    Role
+	csrf    string
+	expires time.Time
+	flash   *flash // an action's result, shown once
+	streams int    // live streams open
 }
 
 type flash struct {
@@ -173,7 +187,7 @@ func (c *Console) person(act bool, h func(*request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sid, s, err := c.session(r)
 		if err != nil {
-			c.fail(w, r, nil, http.StatusServiceUnavailable, "The token file cannot be read: "+err.Error())
+			c.fail(w, r, nil, http.StatusServiceUnavailable, "The service cannot read its token file now: ask its operator.")
 			return
 		}
 		if s == nil {
@@ -186,6 +200,7 @@ func (c *Console) person(act bool, h func(*request)) http.HandlerFunc {
 		}
 		req := &request{w: w, r: r, s: s, sid: sid}
 		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
 			if !sameOrigin(r) || !c.csrfOK(r, s) {
 				c.fail(w, r, s, http.StatusForbidden, "The form was not this console's own (its CSRF token did not match): reload the page and try again.")
 				return
@@ -216,7 +231,7 @@ func (c *Console) session(r *http.Request) (string, *session, error) {
 	if s == nil {
 		return "", nil, nil
 	}
-	name, role, err := c.cfg.People.Person(s.secret)
+	name, role, err := c.cfg.People.Person(s.hash)
 	if err != nil {
 		return "", nil, err
 	}
@@ -245,18 +260,20 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// csrfOK parses the form (its body bounded by maxUpload, a multipart one kept in
+// memory) and checks its CSRF token.
 func (c *Console) csrfOK(r *http.Request, s *session) bool {
-	got := r.PostFormValue("csrf")
-	if r.MultipartForm == nil && strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
-		if err := r.ParseMultipartForm(maxUpload); err != nil {
-			return false
-		}
-		got = r.FormValue("csrf")
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		err = r.ParseMultipartForm(maxUpload)
+	} else {
+		err = r.ParseForm()
 	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
+	got := r.PostFormValue("csrf")
+	return err == nil && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
 }
 
-// maxUpload bounds a signed authorization's upload (it is a few hundred bytes).
+// maxUpload bounds a form's body: a signed authorization is a few hundred bytes.
 const maxUpload = 64 << 10
 
 func randomString() string {
@@ -279,9 +296,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	secret := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
-	name, role, err := c.cfg.People.Person(secret)
+	name, role, err := c.cfg.People.Person(TokenHash(secret))
 	if err != nil {
-		c.fail(w, r, nil, http.StatusServiceUnavailable, "The token file cannot be read: "+err.Error())
+		c.fail(w, r, nil, http.StatusServiceUnavailable, "The service cannot read its token file now: ask its operator.")
 		return
 	}
 	if secret == "" || name == "" || (role != Operator && role != Auditor) {
@@ -297,18 +314,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			delete(c.sessions, id)
 		}
 	}
-	c.sessions[sid] = &session{name: name, secret: secret, role: role, csrf: randomString(), expires: now.Add(c.cfg.SessionTTL)}
+	c.sessions[sid] = &session{name: name, hash: TokenHash(secret), role: role, csrf: randomString(), expires: now.Add(c.cfg.SessionTTL)}
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: sid, Path: "/", HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// safeNext is where to go after login: a path of this console, never another site.
+// safeNext is where to go after login: a path of this console, never another site. A
+// browser drops tabs and newlines from a URL and reads a backslash as a slash, so any
+// control byte or backslash, or anything that is not one absolute path, sends the
+// person to the first page instead.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	return u.RequestURI()
 }
 
 func (c *Console) logout(q *request) {

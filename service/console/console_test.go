@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce"
+	"github.com/sendonce/sendonce/evidence"
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/service/console"
 )
@@ -29,10 +32,16 @@ type people struct {
 	m  map[string][2]string // secret -> name, role ("agent" opens nothing here)
 }
 
-func (p *people) Person(secret string) (string, console.Role, error) {
+func (p *people) Person(hash string) (string, console.Role, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, ok := p.m[secret]
+	var e [2]string
+	ok := false
+	for secret, v := range p.m {
+		if console.TokenHash(secret) == hash {
+			e, ok = v, true
+		}
+	}
 	if !ok || e[1] == "agent" {
 		return "", "", nil
 	}
@@ -75,7 +84,11 @@ func newBed(t *testing.T) *bed {
 	b := &bed{annKey: kg.PrivateKeyFile, t: t, client: c, people: &people{m: map[string][2]string{"op-secret": {"olga", "operator"}, "au-secret": {"audrey", "auditor"}, "ag-secret": {"agent-a", "agent"}}}}
 	b.key, b.unk = b.attempt("<b>Bob</b> שלום", hostile, "one", gate.SendStatusUnknown)
 	b.attempt("xmpp:carol@example.org", "report.pdf", "two", gate.NotSent)
-	con, err := console.New(console.Config{Client: c, People: b.people})
+	ws, err := c.Workstation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	con, err := console.New(console.Config{Client: c, People: b.people, Workstation: ws.Workstation})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +158,10 @@ func (br *browser) do(method, path string, form url.Values) (*http.Response, str
 	return resp, string(b)
 }
 
-func (br *browser) login(secret string) *http.Response {
-	resp, _ := br.do("POST", "/login", url.Values{"token": {secret}, "next": {"/"}})
+func (br *browser) login(secret string) *http.Response { return br.loginTo(secret, "/") }
+
+func (br *browser) loginTo(secret, next string) *http.Response {
+	resp, _ := br.do("POST", "/login", url.Values{"token": {secret}, "next": {next}})
 	return resp
 }
 
@@ -331,12 +346,16 @@ func TestAFormFromAnotherSiteIsRefused(t *testing.T) {
 	if resp, err := br.http.Do(req); err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the console's own form: %v %v; want it taken (303)", resp.StatusCode, err)
 	}
-	if resp, _ := br.do("GET", "/login?next=//evil.example/", nil); resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
-	}
-	resp = br.login("op-secret")
-	if loc := resp.Header.Get("Location"); loc != "/" {
-		t.Fatalf("login went to %q", loc)
+	// After the login, a page of this console and nowhere else: a browser drops a tab
+	// or a newline from a URL and reads a backslash as a slash.
+	for next, want := range map[string]string{
+		"/deliveries?state=held": "/deliveries?state=held", "/key?k=v2%3Atitle%3ABob": "/key?k=v2%3Atitle%3ABob",
+		"//evil.example/": "/", "/\t/evil.example": "/", "/\n/evil.example": "/", "/\\evil.example": "/",
+		"https://evil.example/": "/", "evil": "/", "/%09/x": "/%09/x",
+	} {
+		if loc := br.loginTo("op-secret", next).Header.Get("Location"); loc != want {
+			t.Errorf("login with next=%q went to %q; want %q", next, loc, want)
+		}
 	}
 }
 
@@ -454,4 +473,98 @@ func TestLiveListSaysWhenItCannot(t *testing.T) {
 	if ev, data := next(); ev != "failed" || !strings.Contains(data, "the store cannot be read") {
 		t.Fatalf("after the store closed: %s %q; want it said", ev, data)
 	}
+}
+
+// TestLiveNamesCannotBreakTheStream: an event stream ends a line at a carriage return
+// too, which HTML escaping leaves alone: a file name holding one must not end the
+// list's event early nor start an event of its own.
+func TestLiveNamesCannotBreakTheStream(t *testing.T) {
+	b := newBed(t)
+	b.attempt("Zed", "x\r\revent: ended\rdata: gone\r\r.txt", "three", gate.SendStatusUnknown)
+	br := b.browser()
+	br.login("au-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/live", nil)
+	resp, err := br.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read the first event as a browser does: CR, LF and CRLF each end a line.
+	r := bufio.NewReader(resp.Body)
+	var events []string
+	var data []string
+	event := ""
+	for len(events) == 0 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.ReplaceAll(strings.TrimSuffix(line, "\n"), "\r\n", "\n"), "\r") {
+			switch {
+			case strings.HasPrefix(l, "event: "):
+				event = strings.TrimPrefix(l, "event: ")
+			case strings.HasPrefix(l, "data: "):
+				data = append(data, strings.TrimPrefix(l, "data: "))
+			case l == "" && event != "":
+				events = append(events, event+" "+strings.Join(data, "\n"))
+				event, data = "", nil
+			}
+		}
+	}
+	if !strings.HasPrefix(events[0], "needs ") || !strings.Contains(events[0], "report") && !strings.Contains(events[0], "Zed") || !strings.Contains(events[0], "&lt;img") {
+		t.Fatalf("the first event a browser reads: %q; want the whole list", events)
+	}
+	if len(events) > 1 {
+		t.Fatalf("a file name made %d events: %q", len(events), events)
+	}
+}
+
+// TestABundleIsItsAttemptsOwn: the store's evidence path is written by whichever
+// workstation made the attempt; a bundle in an attempt's place that is another
+// attempt's is never shown as this one's evidence.
+func TestABundleIsItsAttemptsOwn(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	// Carol's attempt (not_sent) is the one whose bundle is put in Zed's place.
+	carol, err := b.client.Status(ctx, sendonce.StatusRequest{Destination: sendonce.Destination{ProviderID: "xmpp:carol@example.org"}, Content: sendonce.Content{SHA256: sha("two")}})
+	if err != nil || len(carol.Intents) != 1 {
+		t.Fatalf("carol's attempt: %v %v", carol, err)
+	}
+	other := carol.Intents[0].Attempts[0]
+	path := filepath.Join(t.TempDir(), "zed.txt")
+	os.WriteFile(path, []byte("zed"), 0o600)
+	res, err := b.client.Claim(ctx, sendonce.ClaimRequest{Destination: sendonce.Destination{Title: "Zed"}, Content: sendonce.Content{Path: path}, Task: "zed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sendonce.PermitRef{Key: res.Key, Task: res.Task, Token: res.Grant.Token}
+	b.client.Cross(ctx, ref, gate.Send, "")
+	dir := filepath.Join(b.client.EvidenceRoot(), res.Grant.DispatchID)
+	rec, err := evidence.Create(dir, evidence.Manifest{Task: other.Task, Token: other.Token, DispatchID: other.DispatchID, Keys: []string{carol.Key},
+		Identity: "xmpp:carol@example.org", IdentityStrength: "strong", FileName: "report.pdf", ContentSHA256: sha("two"), Size: 3}, evidence.SystemClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	if _, err := b.client.Record(ctx, ref, sendonce.RecordRequest{Outcome: gate.SendStatusUnknown, Evidence: dir}); err != nil {
+		t.Fatal(err)
+	}
+	br := b.browser()
+	br.login("op-secret")
+	_, page := br.do("GET", "/key?k="+url.QueryEscape(res.Key), nil)
+	if strings.Contains(page, "Verified:") || !strings.Contains(page, "attempt "+other.DispatchID+"&#39;s") {
+		t.Fatalf("another attempt's bundle in this attempt's place:\n%s", page)
+	}
+	for _, p := range []string{"/evidence/report", "/evidence/bundle"} {
+		if resp, _ := br.do("GET", p+"?k="+url.QueryEscape(res.Key)+"&d="+res.Grant.DispatchID, nil); resp.StatusCode != http.StatusConflict {
+			t.Errorf("%s of another attempt's bundle: %d; want 409", p, resp.StatusCode)
+		}
+	}
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -11,23 +11,58 @@ import (
 	"github.com/sendonce/sendonce/internal/clock"
 )
 
+// maxStreams bounds the live streams one session may hold open (its tabs).
+const maxStreams = 4
+
+// heartbeat is how often a stream with nothing new says it is alive (a comment line),
+// so that a connection that died unseen is found and closed.
+const heartbeat = 15 * time.Second
+
 // live streams the "needs a person" list as server-sent events: the list's rows,
 // drawn as the page draws them, whenever they change; a "failed" event, with why, when
-// the store cannot be read (the page then says the list is stale). The stream ends
-// when the session does (a revoked token, a logout, its end) or the console closes.
+// the store cannot be read or its guard refuses it (the page then says the list is
+// stale). The stream ends when the session does (a revoked token, a logout, its end)
+// or the console closes.
 func (c *Console) live(q *request) {
+	c.mu.Lock()
+	if q.s.streams >= maxStreams {
+		c.mu.Unlock()
+		c.fail(q.w, q.r, q.s, http.StatusTooManyRequests, fmt.Sprintf("This session has %d live lists open already: close a tab.", maxStreams))
+		return
+	}
+	q.s.streams++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		q.s.streams--
+		c.mu.Unlock()
+	}()
 	rc := http.NewResponseController(q.w)
+	send := func(text string) bool {
+		rc.SetWriteDeadline(clock.System().Add(30 * time.Second))
+		if _, err := fmt.Fprint(q.w, text); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	h := q.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	q.w.WriteHeader(http.StatusOK)
 	tick := time.NewTicker(c.cfg.Live)
 	defer tick.Stop()
-	last := ""
+	last, quiet := "", 0
 	for {
-		var b bytes.Buffer
 		event, data := "needs", ""
-		res, err := c.cfg.Client.NeedsPerson(q.r.Context(), sendonce.NeedsPersonRequest{})
+		var err error
+		if c.cfg.Guard != nil {
+			err = c.cfg.Guard(q.r.Context())
+		}
+		var res sendonce.NeedsPersonResult
+		if err == nil {
+			res, err = c.cfg.Client.NeedsPerson(q.r.Context(), sendonce.NeedsPersonRequest{})
+		}
+		var b bytes.Buffer
 		if err == nil {
 			err = c.pages.ExecuteTemplate(&b, "needs-rows", pageData{Needs: &res, Now: c.cfg.Now(), Who: whoOf(q.s)})
 		}
@@ -36,13 +71,16 @@ func (c *Console) live(q *request) {
 		} else {
 			data = b.String()
 		}
-		if key := event + "\x00" + stripAges(data); key != last {
-			last = key
-			rc.SetWriteDeadline(clock.System().Add(30 * time.Second))
-			if _, err := fmt.Fprintf(q.w, "event: %s\n%s\n", event, dataLines(data)); err != nil {
+		quiet++
+		switch key := event + "\x00" + stripAges(data); {
+		case key != last:
+			last, quiet = key, 0
+			if !send("event: " + event + "\n" + dataLines(data) + "\n") {
 				return
 			}
-			if err := rc.Flush(); err != nil {
+		case time.Duration(quiet)*c.cfg.Live >= heartbeat:
+			quiet = 0
+			if !send(": alive\n\n") {
 				return
 			}
 		}
@@ -54,8 +92,7 @@ func (c *Console) live(q *request) {
 		case <-tick.C:
 		}
 		if _, s, err := c.session(q.r); err != nil || s == nil {
-			fmt.Fprintf(q.w, "event: ended\ndata: the session ended: log in again\n\n")
-			rc.Flush()
+			send("event: ended\ndata: the session ended: log in again\n\n")
 			return
 		}
 	}
@@ -73,11 +110,15 @@ func stripAges(s string) string {
 	return b.String()
 }
 
-// dataLines is an event's data: one "data:" line for each of its lines.
+// dataLines is an event's data: one "data:" line for each of its lines. An event
+// stream also ends a line at a carriage return, which HTML escaping leaves alone (a
+// file name may hold one): it is written as a character reference, so that no name can
+// end the event or start another.
 func dataLines(s string) string {
+	s = strings.ReplaceAll(s, "\r", "&#13;")
 	var b strings.Builder
 	for line := range strings.Lines(strings.TrimRight(s, "\n")) {
-		b.WriteString("data: " + strings.TrimRight(line, "\r\n") + "\n")
+		b.WriteString("data: " + strings.TrimRight(line, "\n") + "\n")
 	}
 	if b.Len() == 0 {
 		b.WriteString("data: \n")

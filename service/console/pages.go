@@ -34,6 +34,7 @@ type pageData struct {
 	Filter     filter
 	States     []store.AttemptState
 	NextPage   string // the next page's URL
+	Live       bool   // the needs page's first page: the script keeps it live
 	Key        *keyView
 	Now        time.Time
 }
@@ -135,7 +136,7 @@ func (c *Console) needsPage(q *request) {
 		c.problem(q, err)
 		return
 	}
-	d := pageData{Title: "Needs a person", Needs: &res}
+	d := pageData{Title: "Needs a person", Needs: &res, Live: after == 0}
 	if res.Next != 0 {
 		d.NextPage = "/?after=" + strconv.FormatUint(res.Next, 10)
 	}
@@ -177,7 +178,7 @@ type attemptView struct {
 	sendonce.Attempt
 	Intent   int64
 	State    store.AttemptState
-	Unknown  bool   // a person may confirm it, or ask the provider again
+	Unknown  bool   // unknown, of the intent's current revision: a person may confirm it
 	Bundle   string // why the bundle is not shown, when it is not
 	Verified *sendonce.VerifyResult
 	Problem  string // the verification's failure
@@ -207,14 +208,17 @@ func (c *Console) keyPage(q *request) {
 	for _, in := range st.Intents {
 		for _, a := range in.Attempts {
 			av := attemptView{Attempt: a, Intent: in.Intent, State: stateOf(a, now)}
-			av.Unknown = av.State == store.StateUnknown
+			av.Unknown = av.State == store.StateUnknown && a.Revision == in.Revision
 			if dir, why := c.bundleDir(a); why != "" {
 				av.Bundle = why
 			} else {
 				res, err := c.cfg.Client.VerifyEvidence(c.ctx(q.r), sendonce.VerifyRequest{Path: dir, AllowUnauthenticated: true})
-				if err != nil {
+				switch {
+				case err != nil:
 					av.Problem = err.Error()
-				} else {
+				case res.DispatchID != a.DispatchID: // the store's attempt, not the one the bundle names
+					av.Problem = "the bundle in this attempt's place is attempt " + res.DispatchID + "'s"
+				default:
 					av.Verified = &res
 				}
 			}
@@ -249,28 +253,52 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // bundleDir is an attempt's bundle folder on this machine, or why there is none here.
-// The path is the store's (any workstation of the fleet writes it): only a folder under
-// this machine's evidence root, for an attempt this workstation made, is opened.
+// The store's path is not followed (any workstation of the fleet writes it): a bundle
+// is the folder this machine's deliveries make, EVIDENCE-ROOT/DISPATCH-ID, for an
+// attempt this workstation made, no link on the way; and what it holds is then checked
+// to be that attempt's (the callers compare the manifest's dispatch id).
 func (c *Console) bundleDir(a sendonce.Attempt) (string, string) {
 	switch {
 	case a.Evidence == "":
 		return "", "the attempt named no evidence bundle"
-	case a.Workstation != "" && c.cfg.Workstation != "" && a.Workstation != c.cfg.Workstation:
+	case a.Workstation != c.cfg.Workstation:
 		return "", "the bundle stays on workstation " + a.Workstation + ", which made the attempt"
+	case a.DispatchID == "" || a.DispatchID != filepath.Base(a.DispatchID) || strings.HasPrefix(a.DispatchID, "."):
+		return "", "the attempt's dispatch id names no folder"
 	}
-	root := c.cfg.Client.EvidenceRoot()
-	dir, err := filepath.Abs(a.Evidence)
-	if err != nil || root == "" {
+	root, err := filepath.EvalSymlinks(c.cfg.Client.EvidenceRoot())
+	if err != nil {
+		return "", "this machine has no evidence folder"
+	}
+	dir := filepath.Join(root, a.DispatchID)
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
 		return "", "the bundle is not on this machine"
-	}
-	rel, err := filepath.Rel(root, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return "", "the bundle's path is outside this machine's evidence folder: it is not opened"
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return "", "the bundle is not on this machine (" + a.Evidence + ")"
+	case !fi.IsDir():
+		return "", "the bundle's place holds no folder (a link is never followed)"
 	}
 	return dir, ""
+}
+
+// openBundle opens the attempt's bundle, verified, and checks it is that attempt's.
+func (c *Console) openBundle(q *request, a sendonce.Attempt) (*sendonce.Bundle, bool) {
+	dir, why := c.bundleDir(a)
+	if why != "" {
+		c.fail(q.w, q.r, q.s, http.StatusNotFound, why)
+		return nil, false
+	}
+	b, err := sendonce.OpenBundle(dir, nil)
+	if err != nil {
+		c.problem(q, err)
+		return nil, false
+	}
+	if b.Manifest.DispatchID != a.DispatchID {
+		b.Close()
+		c.fail(q.w, q.r, q.s, http.StatusConflict, "The bundle in this attempt's place is attempt "+b.Manifest.DispatchID+"'s.")
+		return nil, false
+	}
+	return b, true
 }
 
 // attemptOf finds the attempt ?k=KEY&d=DISPATCH names.
@@ -300,54 +328,32 @@ func (c *Console) report(q *request) {
 	if !ok {
 		return
 	}
-	dir, why := c.bundleDir(a)
-	if why != "" {
-		c.fail(q.w, q.r, q.s, http.StatusNotFound, why)
-		return
-	}
-	b, err := sendonce.OpenBundle(dir, nil)
-	if err != nil {
-		c.problem(q, err)
+	b, ok := c.openBundle(q, a)
+	if !ok {
 		return
 	}
 	defer b.Close()
-	var out bytes.Buffer
-	if _, err := b.WriteReport(&out); err != nil {
-		c.problem(q, err)
-		return
-	}
 	h := q.w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox")
 	h.Set("X-Frame-Options", "SAMEORIGIN")
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	q.w.Write(out.Bytes())
+	b.WriteReport(q.w) // streamed: a failure halfway shows as a cut page
 }
 
-// bundle downloads an attempt's bundle as 'evidence export' writes it.
+// bundle downloads an attempt's bundle as 'evidence export' writes it, streamed.
 func (c *Console) bundle(q *request) {
 	a, ok := c.attemptOf(q)
 	if !ok {
 		return
 	}
-	dir, why := c.bundleDir(a)
-	if why != "" {
-		c.fail(q.w, q.r, q.s, http.StatusNotFound, why)
-		return
-	}
-	b, err := sendonce.OpenBundle(dir, nil)
-	if err != nil {
-		c.problem(q, err)
+	b, ok := c.openBundle(q, a)
+	if !ok {
 		return
 	}
 	defer b.Close()
-	var out bytes.Buffer
-	if err := b.Export(&out); err != nil {
-		c.problem(q, err)
-		return
-	}
 	q.w.Header().Set("Content-Type", "application/gzip")
 	q.w.Header().Set("Content-Disposition", `attachment; filename="`+safeFileName(a.DispatchID)+`.tar.gz"`)
-	io.Copy(q.w, &out)
+	b.Export(q.w)
 }
 
 func safeFileName(s string) string {

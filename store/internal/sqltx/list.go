@@ -3,7 +3,6 @@ package sqltx
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
@@ -22,11 +21,11 @@ func (t *Tx) ListAttempts(q store.AttemptQuery) ([]store.AttemptRecord, error) {
 		// with ':', before the digest) sorts at or after it and before the prefix with
 		// ';', the next byte, in its place.
 		where = append(where, "intent_id IN (SELECT intent_id FROM keys WHERE key >= ? AND key < ?)")
-		args = append(args, q.KeyPrefix, q.KeyPrefix[:len(q.KeyPrefix)-1]+string(q.KeyPrefix[len(q.KeyPrefix)-1]+1))
+		last := len(q.KeyPrefix) - 1
+		args = append(args, q.KeyPrefix, q.KeyPrefix[:last]+string([]byte{q.KeyPrefix[last] + 1}))
 	case q.KeyPrefix != "":
-		// substr, not a range: PostgreSQL's text order is its collation's, not bytes'.
-		where = append(where, "intent_id IN (SELECT intent_id FROM keys WHERE substr(key, 1, ?) = ?)")
-		args = append(args, utf8.RuneCountInString(q.KeyPrefix), q.KeyPrefix)
+		// starts_with, not a range: PostgreSQL's text order is its collation's, not bytes'.
+		where, args = append(where, "intent_id IN (SELECT intent_id FROM keys WHERE starts_with(key, ?))"), append(args, q.KeyPrefix)
 	}
 	if q.Workstation != "" {
 		where, args = append(where, "workstation = ?"), append(args, q.Workstation)

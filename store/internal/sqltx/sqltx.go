@@ -71,7 +71,7 @@ type Dialect struct {
 	// CombinesWrites: a statement may hold inserts in its WITH clause (PostgreSQL).
 	CombinesWrites bool
 	// BytewiseText: text compares byte by byte (SQLite's BINARY), so a prefix is a
-	// range of an index.
+	// range of an index; otherwise a prefix is matched with starts_with (PostgreSQL).
 	BytewiseText bool
 }
 
