@@ -134,7 +134,7 @@ func commands() []command {
 		{"status", "what the store says about a key", cmdStatus},
 		{"show", "every attempt and event of a key", cmdShow},
 		{"mcp", "serve the tools to AI agents over MCP (stdio, or streamable HTTP with --http)", cmdMCP},
-		{"serve", "serve the gate and deliver over HTTP, as the service's own OS user", cmdServe},
+		{"serve", "serve the gate and deliver over HTTP, and the console for people, as the service's own OS user", cmdServe},
 		{"token create", "make a bearer token for an agent, an operator or an auditor of the service (shown once)", cmdTokenCreate},
 		{"token revoke", "revoke an agent's token", cmdTokenRevoke},
 		{"token list", "list the service's agents", cmdTokenList},
