@@ -83,8 +83,11 @@ func TestLiveNhekoPeerCannotConfirmOurFailedSend(t *testing.T) {
 		t.Fatalf("alice's first file to %s: exit %d; want 0 sent_verified (her header above what follows)\n%s", nhekoPeerRoom, code, describe(m))
 	}
 
-	// A name of this run's own, short enough for nheko's upload bar (name_shown_chars).
-	name := fmt.Sprintf("echo-%s.bin", ocrSafeSuffix(6))
+	// A name of this run's own, short enough for nheko's upload bar (name_shown_chars),
+	// made of words: nheko shows it underlined in its upload bar, and OCR of random
+	// letters there failed (a CI run read "echo-hkcxsf.bin", plainly on screen, in no
+	// frame of 15 s), as it did for Psi+'s underlined links (peer_live_test.go).
+	name := plainWordsName()
 	content, _ := bigFile(t) // 10 MiB + 4 KiB: over Dendrite's 10 MiB
 	path, _ := r.write(name, content)
 	nhekoLog := filepath.Join(filepath.Dir(r.mx["NHEKO_HOME"]), "run", "nheko.out")

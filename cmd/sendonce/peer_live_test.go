@@ -481,17 +481,14 @@ func psiTabsWindow(display, title string) string {
 	return ""
 }
 
-// ocrSafeSuffix is n letters that make a file name this run's own and that OCR reads
-// back reliably: a run of digits was once read with a slash in it ("5535/7"), which
-// split the name and hid the peer's item from the look; and Psi+ underlines a link,
-// which cuts a descender's tail: "uzmqdn" was read "uzmadn" and the item went unseen.
-func ocrSafeSuffix(n int) string {
-	const letters = "abcdefhkmnrstuvwxz" // no i, l, o (read as 1 and 0); no g, j, p, q, y (the underline cuts them)
-	v := uint64(time.Now().UnixNano())
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = letters[v%uint64(len(letters))]
-		v /= uint64(len(letters))
-	}
-	return string(out)
+// plainWordsName is a file name of two common words (15 characters at most, no letter
+// that reaches below the line, where an underline cuts it), chosen by the clock: one of
+// 225, so that reruns on one test bed rarely share a name. Random letters were read
+// wrong: a run of digits once with a slash in it ("5535/7"), "uzmqdn" as "uzmadn" under
+// Psi+'s underline, and "echo-hkcxsf.bin" not at all in nheko's upload bar.
+func plainWordsName() string {
+	words := []string{"amber", "river", "stone", "cloud", "brave", "delta", "ocean", "north", "crane", "table", "water", "house", "smart", "lemon", "mount"}
+	v := uint64(time.Now().UnixNano() / 1000)
+	return words[v%15] + "-" + words[(v/15)%15] + ".bin"
 }
+
