@@ -491,4 +491,3 @@ func plainWordsName() string {
 	v := uint64(time.Now().UnixNano() / 1000)
 	return words[v%15] + "-" + words[(v/15)%15] + ".bin"
 }
-
