@@ -160,6 +160,23 @@ func (br *browser) do(method, path string, form url.Values) (*http.Response, str
 
 func (br *browser) login(secret string) *http.Response { return br.loginTo(secret, "/") }
 
+// postWith posts a form with the request headers given (a browser's Origin and
+// Sec-Fetch-Site), and returns the answer's status.
+func (br *browser) postWith(path string, form url.Values, headers map[string]string) int {
+	br.t.Helper()
+	req, _ := http.NewRequest("POST", br.b.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := br.http.Do(req)
+	if err != nil {
+		br.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func (br *browser) loginTo(secret, next string) *http.Response {
 	resp, _ := br.do("POST", "/login", url.Values{"token": {secret}, "next": {next}})
 	return resp
@@ -312,39 +329,15 @@ func TestAFormFromAnotherSiteIsRefused(t *testing.T) {
 	br := b.browser()
 	br.login("op-secret")
 	_, page := br.do("GET", "/key?k="+url.QueryEscape(b.key), nil)
-	req, _ := http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "https://evil.example")
-	resp, err := br.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a form posted from another origin: %d; want 403", resp.StatusCode)
-	}
-	for _, h := range []map[string]string{{"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"}} {
-		req, _ := http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := br.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("a form posted with %v: %d; want 403", h, resp.StatusCode)
+	form := url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"}} {
+		if got := br.postWith("/reconcile", form, h); got != http.StatusForbidden {
+			t.Errorf("a form posted with %v: %d; want 403", h, got)
 		}
 	}
 	// A browser's own form: Sec-Fetch-Site says so, whatever Origin says.
-	req, _ = http.NewRequest("POST", b.srv.URL+"/reconcile", strings.NewReader(url.Values{"csrf": {br.csrf(page)}, "key": {b.key}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	req.Header.Set("Origin", "null")
-	if resp, err := br.http.Do(req); err != nil || resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("the console's own form: %v %v; want it taken (303)", resp.StatusCode, err)
+	if got := br.postWith("/reconcile", form, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "null"}); got != http.StatusSeeOther {
+		t.Fatalf("the console's own form: %d; want it taken (303)", got)
 	}
 	// After the login, a page of this console and nowhere else: a browser drops a tab
 	// or a newline from a URL and reads a backslash as a slash.

@@ -320,15 +320,22 @@ func (c *Console) attemptOf(q *request) (sendonce.Attempt, bool) {
 	return sendonce.Attempt{}, false
 }
 
+// attemptBundle is the attempt ?k=KEY&d=DISPATCH names and its bundle, opened; a
+// failure is written.
+func (c *Console) attemptBundle(q *request) (sendonce.Attempt, *sendonce.Bundle, bool) {
+	a, ok := c.attemptOf(q)
+	if !ok {
+		return a, nil, false
+	}
+	b, ok := c.openBundle(q, a)
+	return a, b, ok
+}
+
 // report is an attempt's evidence as 'evidence report' writes it, framed by the key's
 // page: a page of its own, sandboxed (no script, no form, no navigation), whose images
 // are the bundle's frames inline.
 func (c *Console) report(q *request) {
-	a, ok := c.attemptOf(q)
-	if !ok {
-		return
-	}
-	b, ok := c.openBundle(q, a)
+	_, b, ok := c.attemptBundle(q)
 	if !ok {
 		return
 	}
@@ -342,11 +349,7 @@ func (c *Console) report(q *request) {
 
 // bundle downloads an attempt's bundle as 'evidence export' writes it, streamed.
 func (c *Console) bundle(q *request) {
-	a, ok := c.attemptOf(q)
-	if !ok {
-		return
-	}
-	b, ok := c.openBundle(q, a)
+	a, b, ok := c.attemptBundle(q)
 	if !ok {
 		return
 	}
