@@ -34,13 +34,22 @@ var AttemptStates = []AttemptState{StateVerified, StateUnknown, StateRejected, S
 
 // StateOf is an attempt's state at now.
 func StateOf(a AttemptRecord, now time.Time) AttemptState {
+	var o gate.Outcome
+	if a.Recorded {
+		o, _ = a.Axes.Outcome()
+	}
+	return StateFrom(o, a.LeaseExpires, len(a.Crossings) > 0, now)
+}
+
+// StateFrom is the state of an attempt whose recorded outcome is o ("" for none), whose
+// lease ends at leaseExpires, and that crossed a boundary or not.
+func StateFrom(o gate.Outcome, leaseExpires time.Time, crossed bool, now time.Time) AttemptState {
 	switch {
-	case a.Recorded:
-		o, _ := a.Axes.Outcome()
+	case o != "":
 		return AttemptState(o)
-	case a.LeaseExpires.After(now):
+	case leaseExpires.After(now):
 		return StateHeld
-	case len(a.Crossings) > 0:
+	case crossed:
 		return StateUnknown
 	}
 	return StateLapsed

@@ -237,15 +237,7 @@ func (c *Console) keyPage(q *request) {
 
 // stateOf is an attempt's state as the store lists it.
 func stateOf(a sendonce.Attempt, now time.Time) store.AttemptState {
-	switch {
-	case a.Outcome != "":
-		return store.AttemptState(a.Outcome)
-	case a.LeaseExpiresAt.After(now):
-		return store.StateHeld
-	case len(a.Crossings) > 0:
-		return store.StateUnknown
-	}
-	return store.StateLapsed
+	return store.StateFrom(a.Outcome, a.LeaseExpiresAt.Time, len(a.Crossings) > 0, now)
 }
 
 func sortedKeys(m map[string]string) []string {
