@@ -21,11 +21,14 @@ import (
 // text (if claims). It answers requests for the selection with the text it selected:
 // stale, if set, is one it claims at the start, as an app that selected something
 // earlier would hold it; an unfocused client answers with text whenever it owns it.
+// It refuses its first refuses requests (as GTK's file chooser, now and then, refuses
+// one a moment after ctrl+a); a negative refuses refuses them all.
 type fieldApp struct {
 	c                 *xgb.Conn
 	win, hidden       xproto.Window
 	text, stale       string
 	claims, unfocused bool
+	refuses           int
 	utf8String        xproto.Atom
 }
 
@@ -63,7 +66,11 @@ func startFieldApp(t *testing.T, display string, app fieldApp) *fieldApp {
 				}
 			case xproto.SelectionRequestEvent:
 				answer := xproto.SelectionNotifyEvent{Time: ev.Time, Requestor: ev.Requestor, Selection: ev.Selection, Target: ev.Target, Property: xproto.AtomNone}
-				if ev.Owner == a.hidden && ev.Target == a.utf8String {
+				refuse := a.refuses != 0
+				if a.refuses > 0 {
+					a.refuses--
+				}
+				if ev.Owner == a.hidden && ev.Target == a.utf8String && !refuse {
 					xproto.ChangeProperty(c, xproto.PropModeReplace, ev.Requestor, ev.Property, a.utf8String, 8, uint32(len(selected)), []byte(selected))
 					answer.Property = ev.Property
 				}
@@ -89,6 +96,22 @@ func TestLiveFieldText(t *testing.T) {
 		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
 		if err != nil || got != path {
 			t.Fatalf("FieldText = %q, %v; want %q", got, err, path)
+		}
+	})
+	t.Run("an app that refuses the text once", func(t *testing.T) {
+		app := startFieldApp(t, display, fieldApp{text: path, claims: true, refuses: 1})
+		got, err := d.FieldText(ctx, driver.Window{ID: uint32(app.win), Title: "field"})
+		if err != nil || got != path {
+			t.Fatalf("FieldText = %q, %v; want %q: a refusal is asked again", got, err, path)
+		}
+	})
+	t.Run("an app that always refuses the text", func(t *testing.T) {
+		app := startFieldApp(t, display, fieldApp{text: path, claims: true, refuses: -1})
+		within, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		got, err := d.FieldText(within, driver.Window{ID: uint32(app.win), Title: "field"})
+		if !errors.Is(err, x11.ErrNoSelection) || got != "" {
+			t.Fatalf("FieldText = %q, %v; want ErrNoSelection when the app never gives the text", got, err)
 		}
 	})
 	t.Run("an earlier selection of the app's", func(t *testing.T) {

@@ -123,76 +123,101 @@ func newRequestor(c *xgb.Conn) (*requestor, error) {
 }
 
 // read waits for a window of w's client to take the PRIMARY selection from r's own, and
-// reads it as text.
+// reads it as text. An owner that refuses the text (GTK's file chooser does, now and
+// then, when its completion takes the selection back a moment after ctrl+a) is asked
+// again, owner and all, until ctx ends: reading changes nothing in the field.
 func (r *requestor) read(ctx context.Context, w driver.Window) (string, error) {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
-	nothing := func() error {
-		return fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
-	}
-	var owner xproto.Window
 	for {
-		var err error
-		if owner, err = selectionOwner(r.c); err != nil {
-			if ctx.Err() != nil {
-				// ctx's end closed the connection while the owner was asked: the wait
-				// ran out, which is what to say (not the closed connection's EOF).
-				return "", nothing()
-			}
+		owner, err := r.owner(ctx, w, poll.C)
+		if err != nil {
 			return "", err
 		}
-		// No owner (None) is no answer yet: GTK's location field may let go of the
-		// selection a moment after ctrl+a (its completion), then take it again.
-		if owner != r.own && owner != xproto.WindowNone {
-			break
+		text, refused, err := r.convert(ctx, w, owner)
+		if !refused {
+			return text, err
 		}
 		select {
 		case <-poll.C:
 		case <-ctx.Done():
-			return "", nothing()
+			return "", err
 		}
 	}
-	if !sameClient(uint32(owner), w.ID, xproto.Setup(r.c).ResourceIdMask) {
-		return "", fmt.Errorf("%w: window %#x holds it after ctrl+a, not a window of %q's (%#x)", ErrOtherClient, owner, w.Title, w.ID)
-	}
+}
 
+// owner waits for a window other than r's own to hold the PRIMARY selection, and checks
+// it is one of w's client.
+func (r *requestor) owner(ctx context.Context, w driver.Window, poll <-chan time.Time) (xproto.Window, error) {
+	nothing := func() error {
+		return fmt.Errorf("%w: nothing was selected after ctrl+a in %q (is the focus in a text field?): %w", ErrNoSelection, w.Title, ctx.Err())
+	}
+	for {
+		owner, err := selectionOwner(r.c)
+		if err != nil {
+			if ctx.Err() != nil {
+				// ctx's end closed the connection while the owner was asked: the wait
+				// ran out, which is what to say (not the closed connection's EOF).
+				return 0, nothing()
+			}
+			return 0, err
+		}
+		// No owner (None) is no answer yet: GTK's location field may let go of the
+		// selection a moment after ctrl+a (its completion), then take it again.
+		if owner != r.own && owner != xproto.WindowNone {
+			if !sameClient(uint32(owner), w.ID, xproto.Setup(r.c).ResourceIdMask) {
+				return 0, fmt.Errorf("%w: window %#x holds it after ctrl+a, not a window of %q's (%#x)", ErrOtherClient, owner, w.Title, w.ID)
+			}
+			return owner, nil
+		}
+		select {
+		case <-poll:
+		case <-ctx.Done():
+			return 0, nothing()
+		}
+	}
+}
+
+// convert asks the selection's owner for its text as UTF8_STRING. refused says the owner
+// answered that it would not give it (with the error that says so).
+func (r *requestor) convert(ctx context.Context, w driver.Window, owner xproto.Window) (text string, refused bool, err error) {
 	if err := xproto.ConvertSelectionChecked(r.c, r.own, xproto.AtomPrimary, r.utf8String, r.into, xproto.TimeCurrentTime).Check(); err != nil {
-		return "", err
+		return "", false, err
 	}
 	for answered := false; !answered; {
 		select {
 		case ev, ok := <-r.events:
 			if !ok {
-				return "", fmt.Errorf("%w: the X connection closed", ErrNoSelection)
+				return "", false, fmt.Errorf("%w: the X connection closed", ErrNoSelection)
 			}
 			n, isNotify := ev.(xproto.SelectionNotifyEvent)
 			if !isNotify || n.Requestor != r.own || n.Selection != xproto.AtomPrimary {
 				continue
 			}
 			if n.Property == xproto.AtomNone {
-				return "", fmt.Errorf("%w: %q's client would not give the selection as text", ErrNoSelection, w.Title)
+				return "", true, fmt.Errorf("%w: %q's client would not give the selection as text", ErrNoSelection, w.Title)
 			}
 			answered = true
 		case <-ctx.Done():
-			return "", fmt.Errorf("%w: %q's client did not answer the request for the selection: %w", ErrNoSelection, w.Title, ctx.Err())
+			return "", false, fmt.Errorf("%w: %q's client did not answer the request for the selection: %w", ErrNoSelection, w.Title, ctx.Err())
 		}
 	}
 	prop, err := xproto.GetProperty(r.c, true, r.own, r.into, xproto.GetPropertyTypeAny, 0, 1<<16).Reply()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch {
 	case prop.Type != r.utf8String:
-		return "", fmt.Errorf("%w: the selection came as another type than UTF8_STRING (a long one sent in pieces?)", ErrNoSelection)
+		return "", false, fmt.Errorf("%w: the selection came as another type than UTF8_STRING (a long one sent in pieces?)", ErrNoSelection)
 	case prop.BytesAfter != 0:
-		return "", fmt.Errorf("%w: the selection is longer than 256 KiB", ErrNoSelection)
+		return "", false, fmt.Errorf("%w: the selection is longer than 256 KiB", ErrNoSelection)
 	case !utf8.Valid(prop.Value):
-		return "", fmt.Errorf("%w: the selection is not UTF-8", ErrNoSelection)
+		return "", false, fmt.Errorf("%w: the selection is not UTF-8", ErrNoSelection)
 	}
 	if after, err := selectionOwner(r.c); err != nil || after != owner {
-		return string(prop.Value), fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
+		return string(prop.Value), false, fmt.Errorf("%w: the selection changed hands while it was read (%#x, then %#x)", ErrNoSelection, owner, after)
 	}
-	return string(prop.Value), nil
+	return string(prop.Value), false, nil
 }
 
 // sameClient says whether two resource ids were made by one X client: a client's ids
