@@ -204,7 +204,7 @@ func check(r DoctorResult, name string) (DoctorCheck, bool) {
 // doctorStore opens the store, reads its id and takes its write lock once, changing
 // nothing.
 func doctorStore(ctx context.Context, loc string, opt Options) (string, error, string, string) {
-	fix := "run 'sendonce init --store LOCATION' (or 'init --upgrade' after an upgrade), or fix what the error names"
+	fix := "run 'sendonce init --store LOCATION' (or 'init --upgrade' after an upgrade), or fix what the error names (a shared store's replication: docs/fleet.md)"
 	o, err := storereg.Open(ctx, loc, registryOptions(opt))
 	if err != nil {
 		return "store", err, "", fix
@@ -217,7 +217,11 @@ func doctorStore(ctx context.Context, loc string, opt Options) (string, error, s
 	if err != nil {
 		return "store", err, "", "the store opened but could not be written: another process holds it, or the disk or the database refuses writes"
 	}
-	return "store", nil, fmt.Sprintf("%s, schema %d, id %s, writable", o.Display, o.SchemaVersion, id), ""
+	saw := fmt.Sprintf("%s, schema %d, id %s, writable", o.Display, o.SchemaVersion, id)
+	if o.Replication != nil {
+		saw += "; replication: " + o.Replication.Describe()
+	}
+	return "store", nil, saw, ""
 }
 
 // doctorStaging applies the staging folder's rules without making anything.

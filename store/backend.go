@@ -61,6 +61,9 @@ type Tx interface {
 	Attempts(intent int64) ([]AttemptRecord, error)
 	// AttemptByDispatch finds an attempt by its dispatch id, or returns nil.
 	AttemptByDispatch(dispatchID string) (*AttemptRecord, error)
+	// CrossedOf maps each dispatch id that names an attempt to the boundaries it
+	// crossed (an empty list for none); an id that names none is left out.
+	CrossedOf(dispatchIDs []string) (map[string][]gate.Boundary, error)
 
 	// NonceUsed reports whether an authorization nonce was used before.
 	NonceUsed(nonce string) (bool, error)

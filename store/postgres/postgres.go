@@ -70,6 +70,8 @@ type Backend struct {
 	display      string // the URL without secrets
 	opt          Options
 	foundVersion int
+	acceptAsync  bool        // the URL accepts asynchronous standbys (AcceptAsyncParam)
+	repl         Replication // what the server said at open
 }
 
 // CheckURL refuses a store URL that carries a password: a command line is readable by
@@ -114,6 +116,11 @@ func open(raw string, opt Options) (*Backend, error) {
 	if opt.isolation == 0 {
 		opt.isolation = sql.LevelSerializable
 	}
+	display := Redacted(raw)
+	acceptAsync, raw, err := acceptsAsync(raw)
+	if err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, gate.Invalidf("store URL %s: %v", Redacted(raw), err)
@@ -140,7 +147,7 @@ func open(raw string, opt Options) (*Backend, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(poolSize)
 	db.SetMaxIdleConns(poolSize) // kept open: a connection's prepared statements live with it
-	return &Backend{db: db, display: Redacted(raw), opt: opt}, nil
+	return &Backend{db: db, display: display, opt: opt, acceptAsync: acceptAsync}, nil
 }
 
 // Create makes the sendonce schema in the database at raw, under a transaction-scoped
@@ -149,6 +156,10 @@ func open(raw string, opt Options) (*Backend, error) {
 func Create(ctx context.Context, raw string, opt Options) (*Backend, error) {
 	b, err := open(raw, opt)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.checkReplication(ctx); err != nil {
+		b.db.Close()
 		return nil, err
 	}
 	if err := b.migrate(ctx, true); err != nil {
@@ -170,6 +181,9 @@ func Open(ctx context.Context, raw string, opt Options) (*Backend, error) {
 		b.foundVersion = v
 		err = check(v, b.display)
 	}
+	if err == nil {
+		err = b.checkReplication(ctx)
+	}
 	if err != nil {
 		b.db.Close()
 		return nil, err
@@ -182,6 +196,10 @@ func Open(ctx context.Context, raw string, opt Options) (*Backend, error) {
 func Upgrade(ctx context.Context, raw string, opt Options) (*Backend, int, error) {
 	b, err := open(raw, opt)
 	if err != nil {
+		return nil, 0, err
+	}
+	if err := b.checkReplication(ctx); err != nil {
+		b.db.Close()
 		return nil, 0, err
 	}
 	if err := b.migrate(ctx, false); err != nil {

@@ -128,6 +128,9 @@ type Opened struct {
 	// Display is the store as printed: a SQLite file's absolute path.
 	Display       string
 	SchemaVersion int
+	// Replication is what a shared store's server said, at open, of its standbys (nil
+	// for a SQLite store).
+	Replication *postgres.Replication
 }
 
 // Open opens the existing store at loc. A missing one is store.ErrNotInitialized, one
@@ -145,7 +148,7 @@ func Open(ctx context.Context, loc string, opt Options) (Opened, error) {
 		if err != nil {
 			return Opened{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
-		return Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}, nil
+		return sharedOpened(b, l), nil
 	}
 	if l.Path, err = checkFile(l.Path); err != nil {
 		return Opened{}, err
@@ -252,8 +255,7 @@ func createShared(ctx context.Context, l Location, opt Options, upgrade bool) (I
 	b, err := postgres.Create(ctx, l.URL, popt)
 	switch {
 	case err == nil:
-		o := Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}
-		return Initialized{Opened: o, Created: b.Found() == 0, FoundVersion: b.Found()}, nil
+		return Initialized{Opened: sharedOpened(b, l), Created: b.Found() == 0, FoundVersion: b.Found()}, nil
 	case !errors.Is(err, store.ErrUpgradeNeeded):
 		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case !upgrade:
@@ -263,6 +265,10 @@ func createShared(ctx context.Context, l Location, opt Options, upgrade bool) (I
 	if err != nil {
 		return Initialized{}, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
-	o := Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion}
-	return Initialized{Opened: o, Upgraded: found != postgres.SchemaVersion, FoundVersion: found}, nil
+	return Initialized{Opened: sharedOpened(b, l), Upgraded: found != postgres.SchemaVersion, FoundVersion: found}, nil
+}
+
+func sharedOpened(b *postgres.Backend, l Location) Opened {
+	r := b.Replication()
+	return Opened{Store: store.New(b), Location: l, Display: b.Display(), SchemaVersion: postgres.SchemaVersion, Replication: &r}
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"CrossAndResolveRequestIDs", testCrossAndResolveRequestIDs},
 		{"RolledBackStoreFailsClosed", testRolledBack},
 		{"Lists", testLists},
+		{"ReassertLostCrossings", testReassert},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -638,3 +638,36 @@ func (t *Tx) UnresolvedAttempts(now time.Time) ([]store.AttemptRecord, error) {
 		OR (ended_at IS NULL AND lease_expires_at <= ? AND token IN (SELECT token FROM crossings))
 		ORDER BY token`, Nanos(now))
 }
+
+// CrossedOf maps each of the dispatch ids that names an attempt to the boundaries it
+// crossed (none: an empty list), in one statement.
+func (t *Tx) CrossedOf(dispatchIDs []string) (map[string][]gate.Boundary, error) {
+	out := make(map[string][]gate.Boundary, len(dispatchIDs))
+	if len(dispatchIDs) == 0 {
+		return out, nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(dispatchIDs)), ", ")
+	args := make([]any, len(dispatchIDs))
+	for i, d := range dispatchIDs {
+		args[i] = d
+	}
+	rows, err := t.query(`SELECT a.dispatch_id, COALESCE(c.boundary, '') FROM attempts a LEFT JOIN crossings c ON c.token = a.token
+		WHERE a.dispatch_id IN (`+marks+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d, b string
+		if err := rows.Scan(&d, &b); err != nil {
+			return nil, err
+		}
+		if _, ok := out[d]; !ok {
+			out[d] = []gate.Boundary{}
+		}
+		if b != "" {
+			out[d] = append(out[d], gate.Boundary(b))
+		}
+	}
+	return out, rows.Err()
+}

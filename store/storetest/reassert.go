@@ -1,0 +1,90 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/gate"
+	"github.com/sendonce/sendonce/store"
+)
+
+// testReassert: crossings a store acknowledged and lost are found (MissingCrossings) and
+// written back (Reassert): a claim that survived gets its crossing again; a claim that
+// is gone comes back as a crossed attempt that fences whoever holds the key now; either
+// way the key stops at unknown for a person, and a crossing the store still holds is
+// left as it is.
+func testReassert(t *testing.T, s *store.Store, c *Clock) {
+	// Held, its crossing lost: the claim survived.
+	kept := mustClaim(t, s, "A", key(t, "Bob", "kept claim"))
+	// Gone altogether; another executor holds the key now.
+	gone := key(t, "Bob", "lost claim")
+	other := mustClaim(t, s, "B", gone)
+	// Crossed and still there.
+	there := mustClaim(t, s, "C", key(t, "Bob", "still there"))
+	if _, err := s.Cross(ctx, there, gate.Send, ""); err != nil {
+		t.Fatal(err)
+	}
+	now := c.Now()
+	refs := []store.CrossingRef{
+		{DispatchID: kept.DispatchID(), Key: kept.Key().String(), Token: kept.Token(), Task: "A", Boundary: gate.Send, At: now},
+		{DispatchID: "0123456789abcdef0123456789abcdef", Key: gone.String(), Token: 1, Task: "lost", Boundary: gate.Send, At: now},
+		{DispatchID: there.DispatchID(), Key: there.Key().String(), Token: there.Token(), Task: "C", Boundary: gate.Send, At: now},
+	}
+	missing, err := s.MissingCrossings(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 2 || missing[0].DispatchID != refs[0].DispatchID || missing[1].DispatchID != refs[1].DispatchID {
+		t.Fatalf("MissingCrossings = %+v; want the kept claim's and the lost one's", missing)
+	}
+
+	r, err := s.Reassert(ctx, refs[0], "ws-1")
+	if err != nil || r.Present || r.DispatchID != kept.DispatchID() || r.Fenced != 0 {
+		t.Fatalf("Reassert(kept) = %+v, %v; want the crossing back on its own attempt", r, err)
+	}
+	if _, err := s.Cross(ctx, kept, gate.Send, ""); err == nil {
+		t.Fatal("the kept claim crossed send again after its crossing was written back")
+	}
+	r, err = s.Reassert(ctx, refs[1], "ws-1")
+	if err != nil || r.Present || r.DispatchID == refs[1].DispatchID || r.Fenced != other.Token() {
+		t.Fatalf("Reassert(gone) = %+v, %v; want a new attempt that fences %d", r, err, other.Token())
+	}
+	if _, err := s.Cross(ctx, other, gate.Send, ""); !errors.Is(err, gate.ErrStale) {
+		t.Fatalf("the fenced holder crossed send: %v; want ErrStale", err)
+	}
+	if r, err := s.Reassert(ctx, refs[2], "ws-1"); err != nil || !r.Present {
+		t.Fatalf("Reassert(there) = %+v, %v; want Present", r, err)
+	}
+	if r, err := s.Reassert(ctx, refs[0], "ws-1"); err != nil || !r.Present {
+		t.Fatalf("Reassert(kept) again = %+v, %v; want Present", r, err)
+	}
+	if missing, err := s.MissingCrossings(ctx, refs); err != nil || len(missing) != 1 {
+		t.Fatalf("MissingCrossings after = %+v, %v; want only the lost dispatch (written back under a new one)", missing, err)
+	}
+
+	c.Advance(lease + time.Second)
+	for _, k := range []gate.Key{kept.Key(), gone} {
+		rs, err := s.Status(ctx, []gate.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0].Status != gate.StatusSendStatusUnknown {
+			t.Fatalf("%s after the write-back: %s; want %s", k, rs[0].Status, gate.StatusSendStatusUnknown)
+		}
+		if res, err := claim(t, s, "D", k); err == nil || res.Granted {
+			t.Fatalf("%s was granted again after its lost crossing was written back", k)
+		}
+	}
+	rs, err := s.Show(ctx, []gate.Key{gone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range rs[0].Events {
+		found = found || (e.Kind == store.EventCrossed && e.Detail["reasserted"] == "true" && e.Detail["lost_dispatch_id"] == refs[1].DispatchID && e.Detail["workstation"] == "ws-1")
+	}
+	if !found {
+		t.Fatalf("no reasserted crossing in the key's log: %+v", rs[0].Events)
+	}
+}
