@@ -172,6 +172,9 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		if err != nil {
 			return DeliveryResult{}, err
 		}
+		if err := c.checkCrossings(ctx); err != nil {
+			return DeliveryResult{}, err
+		}
 		d.after("claiming")
 		res, err := c.store.Claim(ctx, store.ClaimRequest{Keys: keys, Task: task, Lease: lease, Request: req.Request, MinToken: floor,
 			Origin: store.Origin{Workstation: ws.ID, FileName: staged.Name, Size: staged.Size}, EvidenceRoot: c.evidenceRoot})
@@ -245,7 +248,7 @@ func (d *Deliverer) Deliver(ctx context.Context, req DeliveryRequest) (DeliveryR
 		defer closeTree()
 	}
 	runner := &driver.Runner{Tree: tree, Languages: d.OCRLanguages,
-		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: c.store, Permit: permit, Rec: rec,
+		Driver: guarded, Reader: &vision.Reader{Screen: guarded, OCR: d.OCR}, Gate: journaledGate{c}, Permit: permit, Rec: rec,
 		Profile: in.profile, Killpoint: d.after, Clock: c.clock,
 		Vars: driver.Vars{Address: in.dest.Address(), Title: in.dest.Title(), FilePath: snap.Path, FileName: snap.Name, Size: snap.Size},
 		Progress: func(format string, args ...any) {
@@ -647,4 +650,23 @@ func newTaskID() string {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// journaledGate is the store as a delivery's steps reach it, with each crossing it
+// acknowledges journaled on this workstation before the step acts on it.
+type journaledGate struct{ c *Client }
+
+func (g journaledGate) Check(ctx context.Context, p *store.Permit, b gate.Boundary) error {
+	return g.c.store.Check(ctx, p, b)
+}
+
+func (g journaledGate) Cross(ctx context.Context, p *store.Permit, b gate.Boundary, chainHead string) (*store.Pass, error) {
+	pass, err := g.c.store.Cross(ctx, p, b, chainHead)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.c.noteCrossing(ctx, p, b); err != nil {
+		return nil, err // crossed, and not journaled: no act may follow
+	}
+	return pass, nil
 }

@@ -68,6 +68,9 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
+	if err := c.checkCrossings(ctx); err != nil {
+		return ClaimResult{}, err
+	}
 	if c.ws != nil {
 		origin.Workstation = c.ws.ID
 	}
@@ -180,6 +183,9 @@ func (c *Client) CrossRequest(ctx context.Context, ref PermitRef, b gate.Boundar
 		d.Decision, d.Boundary, d.Reason = "refused", b, again.Refusal.Reason
 		d.Replayed, d.FirstCrossedAt = true, at(again.FirstCrossedAt)
 		return d, err
+	}
+	if err := c.noteCrossing(ctx, p, b); err != nil {
+		return Decision{}, err // crossed, and not journaled: no act may follow
 	}
 	d := decision(ref)
 	d.Boundary, d.Crossed = b, true

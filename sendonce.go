@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/driver"
@@ -383,4 +384,80 @@ func (c *Client) noteToken(ctx context.Context, token uint64) error {
 		return err
 	}
 	return workstation.NoteToken(path, token)
+}
+
+// journal is this workstation's journal of the crossings this Client's store
+// acknowledged to it.
+func (c *Client) journal(ctx context.Context) (workstation.Journal, error) {
+	path, err := c.floorFile(ctx) // the same store id
+	if err != nil {
+		return workstation.Journal{}, err
+	}
+	return workstation.Journal{Path: workstation.JournalFile(filepath.Dir(path), c.storeIDCache)}, nil
+}
+
+// noteCrossing journals a crossing the store acknowledged, before the act it guards.
+func (c *Client) noteCrossing(ctx context.Context, p *store.Permit, b gate.Boundary) error {
+	j, err := c.journal(ctx)
+	if err != nil {
+		return err
+	}
+	return j.Append(store.CrossingRef{DispatchID: p.DispatchID(), Key: p.Key().String(), Revision: p.Revision(), Token: p.Token(),
+		Task: p.Task(), Boundary: b, At: c.clock()})
+}
+
+// checkCrossings asks the store, before a claim, for every crossing it acknowledged to
+// this workstation lately (the journal). One it no longer holds means it lost history
+// (a failover to a standby that did not have it, a restored backup): each is written
+// back, so that its key stops for a person and whoever holds it now is fenced, and the
+// claim fails closed with store.ErrRolledBack, naming them.
+func (c *Client) checkCrossings(ctx context.Context) error {
+	j, err := c.journal(ctx)
+	if err != nil {
+		return err
+	}
+	ws := ""
+	if c.ws != nil {
+		ws = c.ws.ID
+	}
+	var lost []string
+	err = j.Check(func(all []store.CrossingRef) ([]store.CrossingRef, error) {
+		missing, err := c.store.MissingCrossings(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range missing {
+			r, err := c.store.Reassert(ctx, m, ws)
+			if err != nil {
+				return nil, err // the journal keeps it: the next claim writes it back
+			}
+			if r.Present {
+				continue
+			}
+			what := fmt.Sprintf("%s of key %s (dispatch %s, acknowledged %s): written back as attempt %s", m.Boundary, m.Key, m.DispatchID, m.At.UTC().Format(time.RFC3339), r.DispatchID)
+			if r.Fenced != 0 {
+				what += fmt.Sprintf(", fencing token %d that held the key", r.Fenced)
+			}
+			if r.Recorded != "" {
+				what += fmt.Sprintf(", after another attempt recorded %s: it may have been delivered twice", r.Recorded)
+			}
+			lost = append(lost, what)
+		}
+		now := c.clock()
+		var keep []store.CrossingRef
+		for _, a := range all {
+			if now.Sub(a.At) < workstation.JournalKeep {
+				keep = append(keep, a)
+			}
+		}
+		return keep, nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%w: it no longer holds %d crossing(s) it had acknowledged to this workstation (a failover to a standby that did not have them, or a restored backup): %s; each key now stops at send_status_unknown for a person ('sendonce needs' or the console), and nothing was claimed: ask whoever runs the store",
+			store.ErrRolledBack, len(lost), strings.Join(lost, "; "))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,8 +37,10 @@ import (
 // the log), record. It renews its lease while it works, so a paused worker expires.
 //
 // An unsafe worker sends without asking the gate: it exists so that a test can show
-// the checker catches duplicates.
-func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, key gate.Key, lease time.Duration, unsafe bool) error {
+// the checker catches duplicates. With acksLog, it notes there each claim, crossing and
+// record the store acknowledged, after the acknowledgment: the checker then finds every
+// one in the store (a failover must not lose them).
+func Worker(ctx context.Context, storePath, sendsLog, acksLog, task, workstation string, key gate.Key, lease time.Duration, unsafe bool) error {
 	if unsafe {
 		time.Sleep(time.Duration(randInt(40)) * time.Millisecond)
 		return appendSendRaw(sendsLog, key, "0", "unsafe-"+task, task)
@@ -52,6 +56,9 @@ func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, 
 		return err
 	}
 	p := res.Permit
+	if err := appendAck(acksLog, "claim", p, ""); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	store.KeepAlive(ctx, lease/3, cancel, func(ctx context.Context) error {
@@ -68,9 +75,15 @@ func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, 
 	if _, err := s.Cross(ctx, p, gate.ChooseFile, ""); err != nil {
 		return err
 	}
+	if err := appendAck(acksLog, "cross", p, string(gate.ChooseFile)); err != nil {
+		return err
+	}
 	jitter()
 	pass, err := s.Cross(ctx, p, gate.Send, "")
 	if err != nil {
+		return err
+	}
+	if err := appendAck(acksLog, "cross", p, string(gate.Send)); err != nil {
 		return err
 	}
 	if err := pass.Use(); err != nil {
@@ -84,8 +97,18 @@ func Worker(ctx context.Context, storePath, sendsLog, task, workstation string, 
 	if randInt(3) == 0 { // the screen could not prove it: unknown
 		outcome = gate.SendStatusUnknown
 	}
-	_, err = s.Record(context.WithoutCancel(ctx), p, store.RecordRequest{Outcome: outcome})
-	return err
+	if _, err = s.Record(context.WithoutCancel(ctx), p, store.RecordRequest{Outcome: outcome}); err != nil {
+		return err
+	}
+	return appendAck(acksLog, "record", p, string(outcome))
+}
+
+// appendAck notes, in the acks log (none when path is ""), what the store acknowledged.
+func appendAck(path, what string, p *store.Permit, detail string) error {
+	if path == "" {
+		return nil
+	}
+	return appendLine(path, fmt.Sprintf("%s %s %s", what, p.DispatchID(), cmp.Or(detail, "-")))
 }
 
 // appendSend is the side effect: one line per send, flushed to disk.
@@ -94,12 +117,17 @@ func appendSend(path string, k gate.Key, p *store.Permit) error {
 }
 
 func appendSendRaw(path string, k gate.Key, revision, dispatch, task string) error {
+	return appendLine(path, fmt.Sprintf("%s %s %s %s", k, revision, dispatch, task))
+}
+
+// appendLine appends one line to a log, flushed to disk.
+func appendLine(path, line string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := fmt.Fprintf(f, "%s %s %s %s\n", k, revision, dispatch, task); err != nil {
+	if _, err := fmt.Fprintln(f, line); err != nil {
 		return err
 	}
 	return f.Sync()
@@ -125,6 +153,9 @@ type HistoryConfig struct {
 	// Workstations splits the workers across that many workstation ids (ws-0, ws-1,
 	// ...), each claim recording its own; one (none named) when 0.
 	Workstations int
+	// Acks has the workers note what the store acknowledged, and the checker find each
+	// one in the store afterwards.
+	Acks bool
 	// DuringRound, when set, is called in a goroutine of its own as each round's workers
 	// start, and the round waits for it: a test's fault (a database restarted) lands
 	// while they run.
@@ -135,7 +166,10 @@ type HistoryConfig struct {
 type HistoryReport struct {
 	Rounds, Processes, Kills, Pauses, Restarts int
 	Sends, Resolved, Duplicates                int
-	Violations                                 []string
+	// Acknowledged counts the claims, crossings and records the store acknowledged to a
+	// worker (HistoryConfig.Acks), Lost those the store then did not hold.
+	Acknowledged, Lost int
+	Violations         []string
 }
 
 // WriteText writes the counts and every violation for a person.
@@ -166,7 +200,10 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	storePath, sendsLog := filepath.Join(dir, "history.db"), filepath.Join(dir, "sends.log")
+	storePath, sendsLog, acksLog := filepath.Join(dir, "history.db"), filepath.Join(dir, "sends.log"), ""
+	if cfg.Acks {
+		acksLog = filepath.Join(dir, "acks.log")
+	}
 	if cfg.Store != "" {
 		storePath = cfg.Store
 	}
@@ -204,7 +241,7 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 				}
 				go func(k gate.Key, task string) {
 					defer wg.Done()
-					kills, pauses, restarts := runWorker(ctx, cfg, storePath, sendsLog, task, ws, k)
+					kills, pauses, restarts := runWorker(ctx, cfg, storePath, sendsLog, acksLog, task, ws, k)
 					mu.Lock()
 					rep.Processes += 1 + restarts
 					rep.Kills, rep.Pauses, rep.Restarts = rep.Kills+kills, rep.Pauses+pauses, rep.Restarts+restarts
@@ -215,14 +252,14 @@ func RunHistory(ctx context.Context, cfg HistoryConfig, dir string) (HistoryRepo
 		wg.Wait()
 	}
 	time.Sleep(cfg.Lease + 200*time.Millisecond) // every lease of a killed worker has expired
-	return rep, checkHistory(ctx, storePath, sendsLog, all, &rep)
+	return rep, checkHistory(ctx, storePath, sendsLog, acksLog, all, &rep)
 }
 
 // runWorker starts a worker and maybe kills it, pauses it past its lease, or restarts
 // it (the same task, resuming) after a kill.
-func runWorker(ctx context.Context, cfg HistoryConfig, storePath, sendsLog, task, workstation string, k gate.Key) (kills, pauses, restarts int) {
+func runWorker(ctx context.Context, cfg HistoryConfig, storePath, sendsLog, acksLog, task, workstation string, k gate.Key) (kills, pauses, restarts int) {
 	for attempt := 0; attempt < 2; attempt++ {
-		cmd := exec.CommandContext(ctx, cfg.Exe, "scenarios", "worker", "--store", storePath, "--sends", sendsLog, "--task", task, "--key", k.String(),
+		cmd := exec.CommandContext(ctx, cfg.Exe, "scenarios", "worker", "--store", storePath, "--sends", sendsLog, "--acks", acksLog, "--task", task, "--key", k.String(),
 			"--lease", cfg.Lease.String(), fmt.Sprintf("--unsafe=%v", cfg.Unsafe), "--workstation", workstation)
 		cmd.Env = append(os.Environ(), cfg.Env...)
 		if err := cmd.Start(); err != nil {
@@ -253,7 +290,7 @@ func runWorker(ctx context.Context, cfg HistoryConfig, storePath, sendsLog, task
 }
 
 // checkHistory reconciles unknowns against the sends log and checks every invariant.
-func checkHistory(ctx context.Context, storePath, sendsLog string, keys []gate.Key, rep *HistoryReport) error {
+func checkHistory(ctx context.Context, storePath, sendsLog, acksLog string, keys []gate.Key, rep *HistoryReport) error {
 	sends, err := readSends(sendsLog)
 	if err != nil {
 		return err
@@ -264,6 +301,9 @@ func checkHistory(ctx context.Context, storePath, sendsLog string, keys []gate.K
 	}
 	s := o.Store
 	defer s.Close()
+	if err := checkAcks(ctx, s, acksLog, rep); err != nil {
+		return err
+	}
 
 	// Reconcile: the sends log is the provider. Only a send bound to the dispatch
 	// resolves it; an unknown with no send stays unknown.
@@ -368,4 +408,44 @@ func checkIntent(r store.IntentReport, sends []send) []string {
 		}
 	}
 	return v
+}
+
+// checkAcks finds, in the store, every claim, crossing and record the acks log says it
+// acknowledged to a worker: read before reconciling, which changes no attempt's record
+// but its outcome.
+func checkAcks(ctx context.Context, s *store.Store, acksLog string, rep *HistoryReport) error {
+	if acksLog == "" {
+		return nil
+	}
+	b, err := os.ReadFile(acksLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		p := strings.Fields(line)
+		if len(p) != 3 {
+			return fmt.Errorf("acks log: unreadable line %q", line)
+		}
+		rep.Acknowledged++
+		a, err := s.AttemptByDispatch(ctx, p[1])
+		if err != nil {
+			return err
+		}
+		held := a != nil
+		switch {
+		case !held:
+		case p[0] == "cross":
+			held = slices.Contains(a.Crossed, gate.Boundary(p[2]))
+		case p[0] == "record":
+			held = a.Recorded
+		}
+		if !held {
+			rep.Lost++
+			rep.Violations = append(rep.Violations, fmt.Sprintf("the store acknowledged %s %s of dispatch %s and does not hold it", p[0], p[2], p[1]))
+		}
+	}
+	return nil
 }

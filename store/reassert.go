@@ -6,6 +6,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,6 +38,9 @@ func (s *Store) MissingCrossings(ctx context.Context, refs []CrossingRef) ([]Cro
 	for _, r := range refs {
 		ids = append(ids, r.DispatchID)
 	}
+	for _, r := range refs {
+		ids = append(ids, ReassertedID(r.DispatchID))
+	}
 	var crossed map[string][]gate.Boundary
 	err := s.view(ctx, func(tx Tx) error {
 		var err error
@@ -47,11 +52,25 @@ func (s *Store) MissingCrossings(ctx context.Context, refs []CrossingRef) ([]Cro
 	}
 	var missing []CrossingRef
 	for _, r := range refs {
-		if !slices.Contains(crossed[r.DispatchID], r.Boundary) {
+		if !holds(crossed, r) {
 			missing = append(missing, r)
 		}
 	}
 	return missing, nil
+}
+
+// ReassertedID is the dispatch id of the attempt that Reassert makes for a lost one
+// whose claim is gone too: one id per lost dispatch, so that writing back twice (a
+// retry after an error) finds the first.
+func ReassertedID(lost string) string {
+	h := sha256.Sum256([]byte("sendonce reasserted " + lost))
+	return hex.EncodeToString(h[:16])
+}
+
+// holds says whether crossed (CrossedOf's answer) has r's crossing, on its own attempt
+// or on the one Reassert made for it.
+func holds(crossed map[string][]gate.Boundary, r CrossingRef) bool {
+	return slices.Contains(crossed[r.DispatchID], r.Boundary) || slices.Contains(crossed[ReassertedID(r.DispatchID)], r.Boundary)
 }
 
 // Reasserted is what Reassert wrote.
@@ -78,6 +97,9 @@ type Reasserted struct {
 // delivers again what may have been delivered. The crossing's event says it was
 // reasserted, from which workstation and why. It grants nothing.
 func (s *Store) Reassert(ctx context.Context, ref CrossingRef, workstation string) (Reasserted, error) {
+	if ref.DispatchID == "" {
+		return Reasserted{}, gate.Invalidf("the lost crossing names no dispatch id")
+	}
 	key, err := gate.ParseKey(ref.Key)
 	if err != nil {
 		return Reasserted{}, fmt.Errorf("%w: the lost crossing's key: %v", gate.ErrInvalid, err)
@@ -85,19 +107,16 @@ func (s *Store) Reassert(ctx context.Context, ref CrossingRef, workstation strin
 	if !ref.Boundary.Crossable() {
 		return Reasserted{}, gate.Invalidf("the lost crossing's boundary %q is not one that is crossed", ref.Boundary)
 	}
-	dispatch, err := newDispatchID()
-	if err != nil {
-		return Reasserted{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
+	dispatch := ReassertedID(ref.DispatchID)
 	var res Reasserted
 	err = s.update(ctx, func(tx Tx) error {
 		res = Reasserted{} // a retried transaction starts over
 		now := tx.Now()
-		crossed, err := tx.CrossedOf([]string{ref.DispatchID})
+		crossed, err := tx.CrossedOf([]string{ref.DispatchID, dispatch})
 		if err != nil {
 			return err
 		}
-		if slices.Contains(crossed[ref.DispatchID], ref.Boundary) {
+		if holds(crossed, ref) {
 			res.Present = true
 			return nil
 		}

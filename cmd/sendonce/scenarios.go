@@ -101,8 +101,9 @@ func cmdScenarios(ctx context.Context, env *environment, args []string) error {
 // cmdScenarioWorker is one executor of the history checker (scenarios.Worker): a real
 // process on the shared store, with a send that leaves a trace in a log.
 func cmdScenarioWorker(ctx context.Context, env *environment, args []string) error {
-	fs := env.flags("scenarios worker", "--sends FILE --task ID --key KEY --lease DUR")
+	fs := env.flags("scenarios worker", "--sends FILE [--acks FILE] --task ID --key KEY --lease DUR")
 	sends := fs.String("sends", "", "the sends log `FILE`")
+	acks := fs.String("acks", "", "the `FILE` to note what the store acknowledged in (none when empty)")
 	task := fs.String("task", "", "the task `ID`")
 	keyFlag := fs.String("key", "", "the `KEY`")
 	lease := fs.Duration("lease", time.Second, "the lease")
@@ -119,7 +120,7 @@ func cmdScenarioWorker(ctx context.Context, env *environment, args []string) err
 	if err != nil {
 		return err
 	}
-	return scenarios.Worker(ctx, path, *sends, *task, *workstation, k, *lease, *unsafe)
+	return scenarios.Worker(ctx, path, *sends, *acks, *task, *workstation, k, *lease, *unsafe)
 }
 
 // cmdScenarioHistory runs the history checker and prints its counts.

@@ -176,13 +176,14 @@ func Open(ctx context.Context, raw string, opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := b.version(ctx)
+	err = b.checkReplication(ctx)
 	if err == nil {
+		var v int
+		v, err = b.version(ctx)
 		b.foundVersion = v
-		err = check(v, b.display)
-	}
-	if err == nil {
-		err = b.checkReplication(ctx)
+		if err == nil {
+			err = check(v, b.display)
+		}
 	}
 	if err != nil {
 		b.db.Close()

@@ -59,8 +59,11 @@ func testReassert(t *testing.T, s *store.Store, c *Clock) {
 	if r, err := s.Reassert(ctx, refs[0], "ws-1"); err != nil || !r.Present {
 		t.Fatalf("Reassert(kept) again = %+v, %v; want Present", r, err)
 	}
-	if missing, err := s.MissingCrossings(ctx, refs); err != nil || len(missing) != 1 {
-		t.Fatalf("MissingCrossings after = %+v, %v; want only the lost dispatch (written back under a new one)", missing, err)
+	if r, err := s.Reassert(ctx, refs[1], "ws-1"); err != nil || !r.Present {
+		t.Fatalf("Reassert(gone) again = %+v, %v; want Present (written back once)", r, err)
+	}
+	if missing, err := s.MissingCrossings(ctx, refs); err != nil || len(missing) != 0 {
+		t.Fatalf("MissingCrossings after = %+v, %v; want none: every one is held, the lost one under %s", missing, err, store.ReassertedID(refs[1].DispatchID))
 	}
 
 	c.Advance(lease + time.Second)

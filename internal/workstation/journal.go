@@ -1,0 +1,164 @@
+package workstation
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/files"
+	"github.com/sendonce/sendonce/store"
+)
+
+// The crossing journal: each workstation keeps, per store, the crossings the store
+// acknowledged to it ("crossings-STOREID", one JSON line each, fsynced before the act
+// the crossing guards), so that a store that lost one (a failover to an asynchronous
+// standby that did not have it, a restored backup) is caught at the workstation's next
+// claim, even when the store's token counter has since passed the floor again.
+//
+// A crossing stays in the journal until the store was seen holding it JournalKeep after
+// it was acknowledged: a standby that far behind is one doctor reports.
+
+// JournalKeep is how long after its acknowledgment a crossing is still checked for.
+const JournalKeep = 10 * time.Minute
+
+// JournalFile is where the state folder keeps the journal for the store storeID.
+func JournalFile(stateDir, storeID string) string {
+	return filepath.Join(stateDir, "crossings-"+storeID)
+}
+
+// Journal is one store's journal on this workstation.
+type Journal struct{ Path string }
+
+func (j Journal) fail(err error) error {
+	return fmt.Errorf("%w: the crossing journal %s: %v", store.ErrUnavailable, j.Path, err)
+}
+
+// lock takes the journal's exclusive lock (processes of one workstation write it at
+// once); the returned func releases it.
+func (j Journal) lock() (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(j.Path), 0o700); err != nil {
+		return nil, j.fail(err)
+	}
+	f, err := files.OpenNoFollow(j.Path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, j.fail(err)
+	}
+	if err := files.LockExclusive(f); err != nil {
+		f.Close()
+		return nil, j.fail(err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Append adds a crossing the store acknowledged, durably.
+func (j Journal) Append(c store.CrossingRef) error {
+	unlock, err := j.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	line, err := json.Marshal(c)
+	if err != nil {
+		return j.fail(err)
+	}
+	f, err := files.OpenNoFollow(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return j.fail(err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return j.fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return j.fail(err)
+	}
+	return f.Close()
+}
+
+// Check runs verify on the journal's crossings under its lock, then keeps those verify
+// says to keep: verify returns the crossings still to watch. A damaged journal is an
+// error: the store cannot be vouched for.
+func (j Journal) Check(verify func([]store.CrossingRef) ([]store.CrossingRef, error)) error {
+	unlock, err := j.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	all, err := j.read()
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	keep, err := verify(all)
+	if err != nil {
+		return err
+	}
+	if len(keep) == len(all) {
+		return nil
+	}
+	return j.rewrite(keep)
+}
+
+func (j Journal) read() ([]store.CrossingRef, error) {
+	b, err := os.ReadFile(j.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, j.fail(err)
+	}
+	// A last line without its newline was cut short by a crash before its fsync: that
+	// crossing was never acted on (the act waits for the fsync), so it is dropped.
+	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
+		b = b[:i+1]
+	}
+	var out []store.CrossingRef
+	for n, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		if len(line) == 0 && len(b) == 0 {
+			break
+		}
+		var c store.CrossingRef
+		if err := json.Unmarshal(line, &c); err != nil || c.DispatchID == "" {
+			return nil, j.fail(fmt.Errorf("line %d is damaged", n+1))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (j Journal) rewrite(keep []store.CrossingRef) error {
+	tmp, err := os.CreateTemp(filepath.Dir(j.Path), ".crossings-*")
+	if err != nil {
+		return j.fail(err)
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	for _, c := range keep {
+		line, err := json.Marshal(c)
+		if err != nil {
+			tmp.Close()
+			return j.fail(err)
+		}
+		w.Write(append(line, '\n'))
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return j.fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return j.fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return j.fail(err)
+	}
+	if err := os.Rename(tmp.Name(), j.Path); err != nil {
+		return j.fail(err)
+	}
+	return nil
+}
