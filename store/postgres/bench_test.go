@@ -17,6 +17,7 @@ import (
 
 	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/store"
+	"github.com/sendonce/sendonce/store/postgres/pgtest"
 )
 
 // BenchmarkClaims: durable claims of distinct new keys by 1, 8, 32 and 64 concurrent
@@ -34,11 +35,27 @@ func BenchmarkClaims(b *testing.B) {
 	}
 }
 
+// benchDatabase is initializedDatabase with SENDONCE_BENCH_URL_PARAMS added to the
+// store's URL: scripts/bench-failover accepts its asynchronous pair's risk that way.
+func benchDatabase(b *testing.B) string {
+	b.Helper()
+	u := pgtest.Database(b)
+	if p := os.Getenv("SENDONCE_BENCH_URL_PARAMS"); p != "" {
+		u += "&" + p
+	}
+	be, err := Create(context.Background(), u, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	be.Close()
+	return u
+}
+
 func benchClaims(b *testing.B, held, clients int) {
 	if os.Getenv("SENDONCE_TEST_POSTGRES") == "" {
 		b.Fatal("no PostgreSQL: testbed/postgres up, and its state.env exported")
 	}
-	u := initializedDatabase(b)
+	u := benchDatabase(b)
 	ctx := context.Background()
 	if held > 0 {
 		populate(b, u, held)
