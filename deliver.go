@@ -661,12 +661,5 @@ func (g journaledGate) Check(ctx context.Context, p *store.Permit, b gate.Bounda
 }
 
 func (g journaledGate) Cross(ctx context.Context, p *store.Permit, b gate.Boundary, chainHead string) (*store.Pass, error) {
-	pass, err := g.c.store.Cross(ctx, p, b, chainHead)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.c.noteCrossing(ctx, p, b); err != nil {
-		return nil, err // crossed, and not journaled: no act may follow
-	}
-	return pass, nil
+	return g.c.crossJournaled(ctx, p, b, func() (*store.Pass, error) { return g.c.store.Cross(ctx, p, b, chainHead) })
 }

@@ -34,6 +34,7 @@ var exitCodes = []struct {
 	{ErrInvalid, ExitUsage},
 	{ErrDesktopUnavailable, ExitUsage},
 	{ErrNotInitialized, ExitFailClosed},
+	{ErrCrossedNotJournaled, ExitUnknown},
 	{ErrUnavailable, ExitFailClosed},
 	{ErrConsumed, ExitConsumed},
 	{ErrStale, ExitStale},

@@ -174,7 +174,7 @@ func (c *Client) CrossRequest(ctx context.Context, ref PermitRef, b gate.Boundar
 	if err != nil {
 		return Decision{}, err
 	}
-	if _, err := c.store.CrossRequest(ctx, p, b, chainHead, req); err != nil {
+	if _, err := c.crossJournaled(ctx, p, b, func() (*store.Pass, error) { return c.store.CrossRequest(ctx, p, b, chainHead, req) }); err != nil {
 		var again *store.CrossedAgain
 		if !errors.As(err, &again) {
 			return Decision{}, err
@@ -183,9 +183,6 @@ func (c *Client) CrossRequest(ctx context.Context, ref PermitRef, b gate.Boundar
 		d.Decision, d.Boundary, d.Reason = "refused", b, again.Refusal.Reason
 		d.Replayed, d.FirstCrossedAt = true, at(again.FirstCrossedAt)
 		return d, err
-	}
-	if err := c.noteCrossing(ctx, p, b); err != nil {
-		return Decision{}, err // crossed, and not journaled: no act may follow
 	}
 	d := decision(ref)
 	d.Boundary, d.Crossed = b, true

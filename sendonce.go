@@ -396,15 +396,37 @@ func (c *Client) journal(ctx context.Context) (workstation.Journal, error) {
 	return workstation.Journal{Path: workstation.JournalFile(filepath.Dir(path), c.storeIDCache)}, nil
 }
 
-// noteCrossing journals a crossing the store acknowledged, before the act it guards.
-func (c *Client) noteCrossing(ctx context.Context, p *store.Permit, b gate.Boundary) error {
+// crossJournaled crosses b with cross and journals the crossing before returning the
+// pass: the act it guards waits for both. The journal is found before the crossing
+// (its path needs the store's id), so that after the store's acknowledgment only this
+// workstation's disk is written; and a crossing this workstation was told of before
+// (the store since lost it, and a caller asks again) is refused without asking the
+// store. A crossing the store made that cannot be journaled gives no pass.
+func (c *Client) crossJournaled(ctx context.Context, p *store.Permit, b gate.Boundary, cross func() (*store.Pass, error)) (*store.Pass, error) {
 	j, err := c.journal(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return j.Append(store.CrossingRef{DispatchID: p.DispatchID(), Key: p.Key().String(), Revision: p.Revision(), Token: p.Token(),
-		Task: p.Task(), Boundary: b, At: c.clock()})
+	if had, err := j.Has(p.DispatchID(), b); err != nil || had {
+		if err == nil {
+			err = &gate.Refusal{Kind: gate.ErrConsumed, Status: gate.StatusSendStatusUnknown, Reason: fmt.Sprintf("this workstation's journal says the store already gave dispatch %s its crossing of %s, which it no longer holds: a crossing is given out once (the next claim writes it back)", p.DispatchID(), b)}
+		}
+		return nil, err
+	}
+	pass, err := cross()
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Append(store.CrossingRef{DispatchID: p.DispatchID(), Key: p.Key().String(), Keys: p.Keys(), Revision: p.Revision(), Token: p.Token(),
+		Task: p.Task(), Boundary: b, At: c.clock()}); err != nil {
+		return nil, fmt.Errorf("%w: the store recorded the crossing of %s, and this workstation could not journal it (%v): do not act; the attempt's outcome is unknown", ErrCrossedNotJournaled, b, err)
+	}
+	return pass, nil
 }
+
+// ErrCrossedNotJournaled: the store recorded a crossing and the workstation's journal
+// could not: no act may follow, and the attempt reads unknown.
+var ErrCrossedNotJournaled = errors.New("crossed, and not journaled")
 
 // checkCrossings asks the store, before a claim, for every crossing it acknowledged to
 // this workstation lately (the journal). One it no longer holds means it lost history
@@ -426,6 +448,7 @@ func (c *Client) checkCrossings(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
+		moved := map[string]bool{} // said once, then no longer watched
 		for _, m := range missing {
 			r, err := c.store.Reassert(ctx, m, ws)
 			if err != nil {
@@ -434,19 +457,24 @@ func (c *Client) checkCrossings(ctx context.Context) error {
 			if r.Present {
 				continue
 			}
-			what := fmt.Sprintf("%s of key %s (dispatch %s, acknowledged %s): written back as attempt %s", m.Boundary, m.Key, m.DispatchID, m.At.UTC().Format(time.RFC3339), r.DispatchID)
-			if r.Fenced != 0 {
-				what += fmt.Sprintf(", fencing token %d that held the key", r.Fenced)
+			if r.Moved {
+				moved[m.DispatchID] = true
+				lost = append(lost, fmt.Sprintf("%s of key %s (dispatch %s, acknowledged %s): not written back, a person authorized a redelivery of the key since", m.Boundary, m.Key, m.DispatchID, m.At.UTC().Format(time.RFC3339)))
+				continue
 			}
-			if r.Recorded != "" {
-				what += fmt.Sprintf(", after another attempt recorded %s: it may have been delivered twice", r.Recorded)
+			what := fmt.Sprintf("%s of key %s (dispatch %s, acknowledged %s): written back as attempt %s (the key read %s before)", m.Boundary, m.Key, m.DispatchID, m.At.UTC().Format(time.RFC3339), r.DispatchID, r.Before)
+			if len(r.Fenced) > 0 {
+				what += fmt.Sprintf(", fencing token(s) %v that held the key meanwhile", r.Fenced)
+			}
+			if r.Before == gate.StatusSentVerified || r.Before == gate.StatusSendStatusUnknown || r.Before == gate.StatusSentRejected {
+				what += ": another attempt was granted the key after the loss and may have delivered it again"
 			}
 			lost = append(lost, what)
 		}
 		now := c.clock()
 		var keep []store.CrossingRef
 		for _, a := range all {
-			if now.Sub(a.At) < workstation.JournalKeep {
+			if now.Sub(a.At) < workstation.JournalKeep && !moved[a.DispatchID] {
 				keep = append(keep, a)
 			}
 		}

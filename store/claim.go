@@ -287,7 +287,8 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		if g.Fenced != nil {
 			res.Fenced = g.Fenced.Token
 		}
-		res.Permit = &Permit{key: res.Key, task: req.Task, token: token, dispatchID: dispatchID, revision: g.Attempt.Revision, leaseExpires: g.Attempt.LeaseExpires}
+		res.Permit = &Permit{key: res.Key, task: req.Task, token: token, dispatchID: dispatchID, revision: g.Attempt.Revision, leaseExpires: g.Attempt.LeaseExpires,
+			keys: recordKeys(res.Keys)}
 		if err := remember(tx, req.Request, fp, claimAnswer{Intent: target, Granted: true, Token: token, DispatchID: dispatchID,
 			Revision: g.Attempt.Revision, LeaseExpires: g.Attempt.LeaseExpires, Fenced: res.Fenced, Previous: res.Previous}); err != nil {
 			return err
@@ -327,7 +328,6 @@ func (s *Store) Resume(ctx context.Context, key gate.Key, ref gate.PermitRef) (*
 		if err != nil {
 			return err
 		}
-		_ = id
 		if in.Latest == nil || in.Latest.Token != ref.Token || in.Latest.Task != ref.Task {
 			latest := "none"
 			if in.Latest != nil {
@@ -335,8 +335,22 @@ func (s *Store) Resume(ctx context.Context, key gate.Key, ref gate.PermitRef) (*
 			}
 			return &gate.Refusal{Kind: gate.ErrStale, Status: gate.StatusOf(in, tx.Now()), Reason: fmt.Sprintf("task %s token %d is not the latest permit for this key; the latest is %s", ref.Task, ref.Token, latest)}
 		}
-		p = &Permit{key: key, task: ref.Task, token: ref.Token, dispatchID: in.Latest.DispatchID, revision: in.Latest.Revision, leaseExpires: in.Latest.LeaseExpires}
+		keys, err := tx.KeysOf(id)
+		if err != nil {
+			return err
+		}
+		p = &Permit{key: key, task: ref.Task, token: ref.Token, dispatchID: in.Latest.DispatchID, revision: in.Latest.Revision, leaseExpires: in.Latest.LeaseExpires,
+			keys: recordKeys(keys)}
 		return nil
 	})
 	return p, err
+}
+
+// recordKeys are the keys of records, as strings.
+func recordKeys(rs []KeyRecord) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Key
+	}
+	return out
 }

@@ -22,6 +22,7 @@ type Permit struct {
 	dispatchID   string
 	revision     int
 	leaseExpires time.Time
+	keys         []string // every key the claim bound, as the store had them
 }
 
 func (p *Permit) Key() gate.Key           { return p.key }
@@ -30,7 +31,11 @@ func (p *Permit) Token() uint64           { return p.token }
 func (p *Permit) DispatchID() string      { return p.dispatchID }
 func (p *Permit) Revision() int           { return p.revision }
 func (p *Permit) LeaseExpires() time.Time { return p.leaseExpires }
-func (p *Permit) ref() gate.PermitRef     { return gate.PermitRef{Task: p.task, Token: p.token} }
+
+// Keys are every key of the permit's intent (the destination's other names) when it
+// was claimed or resumed.
+func (p *Permit) Keys() []string      { return p.keys }
+func (p *Permit) ref() gate.PermitRef { return gate.PermitRef{Task: p.task, Token: p.token} }
 
 // permitOp runs one permit operation: load the intent, decide, write the change and an
 // event whatever the decision, return the refusal if any.

@@ -94,6 +94,7 @@ func (p *pgPair) stallStandby(t *testing.T) int {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // never left stopped
 	return pid
 }
 
@@ -130,14 +131,23 @@ func query(t *testing.T, u, q string, into any, args ...any) error {
 	return db.QueryRowContext(ctx, q, args...).Scan(into)
 }
 
-// waitCount polls the primary until q counts at least n (or 20 s pass, and says so).
+// waitCount polls the primary, on one connection, until q counts at least n; a count
+// that never gets there within a minute fails the test (the fault would land on an idle
+// server and show nothing).
 func waitCount(t *testing.T, u, q string, n int) int {
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
 	var got int
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if err := query(t, u, q, &got); err == nil && got >= n {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if err := db.QueryRow(q).Scan(&got); err == nil && got >= n {
 			return got
 		}
 	}
+	t.Errorf("%q counted %d, not %d, within a minute: the fault did not land where it was meant to", q, got, n)
 	return got
 }
 
@@ -243,7 +253,7 @@ func failoverRun(t *testing.T, stateDir string, args ...string) (string, string,
 }
 
 // failoverLease is the lease of the asynchronous test's claims.
-const failoverLease = 3 * time.Second
+const failoverLease = 15 * time.Second
 
 // failoverClaim is a claim's grant, as the CLI prints it, turned into the flags a
 // permit's commands take.
@@ -342,6 +352,12 @@ func TestFailoverAsynchronous(t *testing.T) {
 		t.Fatalf("the promoted standby holds %d crossings of the kept claim and %d attempts of the lost one: the stall did not lose them, and the test shows nothing", crossings, attempts)
 	}
 
+	// A asks again for the crossing the store lost: its journal refuses it (a crossing
+	// is given out once), without the store, which would give it.
+	if out, code := failoverCLI(t, a, append([]string{"gate", "cross", "--boundary", "send"}, kept...)...); code != exitConsumed || !strings.Contains(out, "journal") {
+		t.Fatalf("A's second cross of send after the store lost the first: exit %d, %s; want %d, refused by its journal", code, out, exitConsumed)
+	}
+
 	// Another workstation: the lost key reads free, and is granted.
 	second, code, _ := failoverClaim(t, b, loc, "claim lost", "B1")
 	if code != 0 {
@@ -354,8 +370,8 @@ func TestFailoverAsynchronous(t *testing.T) {
 		t.Fatalf("A's claim after the failover: exit %d, %s; want %d, the rolled-back alarm naming %s and %s", code, out, exitFailClosed, keptDispatch, goneDispatch)
 	}
 	t.Logf("the alarm: %s", out)
-	if out, code := failoverCLI(t, b, append([]string{"gate", "cross", "--boundary", "send"}, second...)...); code == 0 {
-		t.Fatalf("B crossed send on a key whose lost crossing was written back: %s", out)
+	if out, code := failoverCLI(t, b, append([]string{"gate", "cross", "--boundary", "send"}, second...)...); code != exitStale || !strings.Contains(out, "not the latest permit") {
+		t.Fatalf("B's cross of send on a key whose lost crossing was written back: exit %d, %s; want %d, fenced (its lease is still live)", code, out, exitStale)
 	}
 	time.Sleep(failoverLease) // the kept claim's lease ends: its key reads as what it is
 	for _, content := range []string{"claim kept", "claim lost"} {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
 )
@@ -66,6 +67,9 @@ func (j Journal) Append(c store.CrossingRef) error {
 	if err != nil {
 		return j.fail(err)
 	}
+	if err := j.cutTornTail(); err != nil {
+		return err
+	}
 	f, err := files.OpenNoFollow(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return j.fail(err)
@@ -79,6 +83,25 @@ func (j Journal) Append(c store.CrossingRef) error {
 		return j.fail(err)
 	}
 	return f.Close()
+}
+
+// Has says whether the journal holds the crossing of b by dispatch.
+func (j Journal) Has(dispatch string, b gate.Boundary) (bool, error) {
+	unlock, err := j.lock()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	all, err := j.read()
+	if err != nil {
+		return false, err
+	}
+	for _, c := range all {
+		if c.DispatchID == dispatch && c.Boundary == b {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Check runs verify on the journal's crossings under its lock, then keeps those verify
@@ -102,6 +125,22 @@ func (j Journal) Check(verify func([]store.CrossingRef) ([]store.CrossingRef, er
 		return nil
 	}
 	return j.rewrite(keep)
+}
+
+// cutTornTail cuts a last line left without its newline by a crash (see read), so that
+// the next line appended is not glued to it.
+func (j Journal) cutTornTail() error {
+	b, err := os.ReadFile(j.Path)
+	if errors.Is(err, os.ErrNotExist) || len(b) == 0 || b[len(b)-1] == '\n' {
+		return nil
+	}
+	if err != nil {
+		return j.fail(err)
+	}
+	if err := os.Truncate(j.Path, int64(bytes.LastIndexByte(b, '\n')+1)); err != nil {
+		return j.fail(err)
+	}
+	return nil
 }
 
 func (j Journal) read() ([]store.CrossingRef, error) {

@@ -80,5 +80,16 @@ func (b *Backend) tombstone(ctx context.Context, id string) (landed bool, err er
 	if err := tx.QueryRowContext(ctx, "SELECT tombstone FROM sendonce.commits WHERE id = $1", id).Scan(&tomb); err != nil {
 		return false, err
 	}
-	return !tomb, nil
+	if tomb {
+		return false, nil
+	}
+	// It landed on this server. A COMMIT whose wait for a synchronous standby was cut
+	// short (its session ended) stays committed here without the standby having it:
+	// this transaction takes a transaction id and commits, and its COMMIT waits for the
+	// standby to have everything written before it, that one included. Only then did
+	// it land for good.
+	if _, err := tx.ExecContext(ctx, "SELECT pg_current_xact_id()"); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
 }

@@ -42,11 +42,13 @@ type Replication struct {
 	// transaction of the store sets synchronous_commit on for itself).
 	SynchronousStandbyNames string `json:"synchronous_standby_names"`
 	SynchronousCommit       string `json:"synchronous_commit"`
-	// Standbys is pg_stat_replication: one row per WAL sender. Without the
-	// pg_read_all_stats role only the count is known (names and states read "").
+	// Standbys is pg_stat_replication's physical WAL senders (a logical one, of a
+	// subscription or a change-data consumer, is connected to a database and left out;
+	// so is a base backup's). Without the pg_read_all_stats role only the count is known
+	// (names and states read "", and a base backup then counts).
 	Standbys []Standby `json:"standbys"`
-	// PhysicalSlots counts physical replication slots: a standby that uses one is
-	// expected back even while it is away.
+	// PhysicalSlots counts permanent physical replication slots: reported, not decided
+	// on (a WAL archiver such as barman or pg_receivewal keeps one too).
 	PhysicalSlots int `json:"physical_slots"`
 	// AsyncAccepted: the store URL accepts asynchronous standbys (AcceptAsyncParam).
 	AsyncAccepted bool `json:"async_accepted"`
@@ -69,7 +71,7 @@ func (r Replication) Mode() string {
 		return "standby"
 	case strings.TrimSpace(r.SynchronousStandbyNames) != "":
 		return "synchronous"
-	case len(r.Standbys) > 0 || r.PhysicalSlots > 0:
+	case len(r.Standbys) > 0:
 		return "asynchronous"
 	}
 	return "single"
@@ -96,7 +98,11 @@ func (r Replication) Describe() string {
 	case "standby":
 		return "a standby (in recovery): it takes no writes"
 	case "single":
-		return "a single server: no standby streams from it and no replication slot waits for one"
+		d := "a single server: no standby streams from it"
+		if r.PhysicalSlots > 0 {
+			d += fmt.Sprintf(" (%d physical replication slot(s): if a standby uses one, it is asynchronous and refused once it streams)", r.PhysicalSlots)
+		}
+		return d
 	case "synchronous":
 		sync := 0
 		for _, s := range r.Standbys {
@@ -119,7 +125,7 @@ func (r Replication) Describe() string {
 
 func (r Replication) streaming() string {
 	if len(r.Standbys) == 0 {
-		return fmt.Sprintf("pg_stat_replication has no standby, %d physical replication slot(s)", r.PhysicalSlots)
+		return "pg_stat_replication has no standby streaming"
 	}
 	var parts []string
 	for _, s := range r.Standbys {
@@ -160,10 +166,11 @@ func (b *Backend) replication(ctx context.Context) (Replication, error) {
 	var standbys []byte
 	err := b.db.QueryRowContext(ctx, `SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names'),
 		current_setting('synchronous_commit'),
-		(SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'physical'),
-		(SELECT coalesce(json_agg(json_build_object('name', coalesce(application_name, ''), 'state', coalesce(state, ''),
-			'sync_state', coalesce(sync_state, ''), 'lag', coalesce(extract(epoch FROM replay_lag), 0)) ORDER BY application_name), '[]')
-		 FROM pg_stat_replication)`).Scan(
+		(SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'physical' AND NOT temporary),
+		(SELECT coalesce(json_agg(json_build_object('name', coalesce(r.application_name, ''), 'state', coalesce(r.state, ''),
+			'sync_state', coalesce(r.sync_state, ''), 'lag', coalesce(extract(epoch FROM r.replay_lag), 0)) ORDER BY r.application_name), '[]')
+		 FROM pg_stat_replication r LEFT JOIN pg_stat_activity a ON a.pid = r.pid
+		 WHERE a.datname IS NULL AND coalesce(r.state, '') <> 'backup')`).Scan(
 		&r.InRecovery, &r.SynchronousStandbyNames, &r.SynchronousCommit, &r.PhysicalSlots, &standbys)
 	if err != nil {
 		return r, fmt.Errorf("reading %s's replication settings: %w", b.display, err)

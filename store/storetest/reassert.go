@@ -40,14 +40,14 @@ func testReassert(t *testing.T, s *store.Store, c *Clock) {
 	}
 
 	r, err := s.Reassert(ctx, refs[0], "ws-1")
-	if err != nil || r.Present || r.DispatchID != kept.DispatchID() || r.Fenced != 0 {
+	if err != nil || r.Present || r.DispatchID != kept.DispatchID() || len(r.Fenced) != 0 {
 		t.Fatalf("Reassert(kept) = %+v, %v; want the crossing back on its own attempt", r, err)
 	}
 	if _, err := s.Cross(ctx, kept, gate.Send, ""); err == nil {
 		t.Fatal("the kept claim crossed send again after its crossing was written back")
 	}
 	r, err = s.Reassert(ctx, refs[1], "ws-1")
-	if err != nil || r.Present || r.DispatchID == refs[1].DispatchID || r.Fenced != other.Token() {
+	if err != nil || r.Present || r.DispatchID == refs[1].DispatchID || len(r.Fenced) != 1 || r.Fenced[0] != other.Token() {
 		t.Fatalf("Reassert(gone) = %+v, %v; want a new attempt that fences %d", r, err, other.Token())
 	}
 	if _, err := s.Cross(ctx, other, gate.Send, ""); !errors.Is(err, gate.ErrStale) {
@@ -90,4 +90,65 @@ func testReassert(t *testing.T, s *store.Store, c *Clock) {
 	if !found {
 		t.Fatalf("no reasserted crossing in the key's log: %+v", rs[0].Events)
 	}
+}
+
+// testReassertCases: a lost claim's two crossings both come back (the second onto the
+// attempt the first made); a surviving attempt that recorded not_sent (the store let it,
+// having lost its crossing) is fenced by a crossed one, so the key does not read
+// not_sent; every key of the claim stops, the one another executor claimed alone after
+// the loss included; a crossing of a revision a person moved past is not written back.
+func testReassertCases(t *testing.T, s *store.Store, c *Clock) {
+	now := c.Now()
+	stops := func(k gate.Key) {
+		t.Helper()
+		rs, err := s.Status(ctx, []gate.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0].Status != gate.StatusSendStatusUnknown {
+			t.Fatalf("%s after the write-back: %s; want %s", k, rs[0].Status, gate.StatusSendStatusUnknown)
+		}
+		if res, err := claim(t, s, "Z", k); err == nil || res.Granted {
+			t.Fatalf("%s was granted again after its lost crossing was written back", k)
+		}
+	}
+
+	// Both crossings of a claim that is gone.
+	k := key(t, "Bob", "two crossings")
+	for _, b := range []gate.Boundary{gate.ChooseFile, gate.Send} {
+		ref := store.CrossingRef{DispatchID: "11111111111111111111111111111111", Key: k.String(), Task: "A", Boundary: b, At: now}
+		if r, err := s.Reassert(ctx, ref, "ws-1"); err != nil || r.Present || r.DispatchID != store.ReassertedID(ref.DispatchID) {
+			t.Fatalf("Reassert(%s) = %+v, %v; want it written back on %s", b, r, err, store.ReassertedID(ref.DispatchID))
+		}
+	}
+	c.Advance(time.Millisecond)
+	stops(k)
+
+	// The claim survived, recorded not_sent after the loss.
+	ns := key(t, "Bob", "not_sent after the loss")
+	p := mustClaim(t, s, "A", ns)
+	if _, err := s.Record(ctx, p, store.RecordRequest{Outcome: gate.NotSent}); err != nil {
+		t.Fatal(err)
+	}
+	ref := store.CrossingRef{DispatchID: p.DispatchID(), Key: ns.String(), Token: p.Token(), Task: "A", Boundary: gate.Send, At: now}
+	if r, err := s.Reassert(ctx, ref, "ws-1"); err != nil || r.DispatchID == p.DispatchID() || r.Before != gate.StatusNotSent {
+		t.Fatalf("Reassert(not_sent) = %+v, %v; want a new crossed attempt, the key read not_sent before", r, err)
+	}
+	c.Advance(time.Millisecond)
+	stops(ns)
+
+	// Every key of the claim: its provider id and title; the title claimed alone since.
+	byID, byTitle := destKey(t, "xmpp:bob@example.org", "aliases"), key(t, "Bob", "aliases")
+	holder := mustClaim(t, s, "B", byTitle)
+	ref = store.CrossingRef{DispatchID: "22222222222222222222222222222222", Key: byID.String(), Keys: []string{byID.String(), byTitle.String()}, Task: "A", Boundary: gate.Send, At: now}
+	r, err := s.Reassert(ctx, ref, "ws-1")
+	if err != nil || len(r.Fenced) != 1 || r.Fenced[0] != holder.Token() {
+		t.Fatalf("Reassert(aliases) = %+v, %v; want the title's holder (%d) fenced", r, err, holder.Token())
+	}
+	if _, err := s.Cross(ctx, holder, gate.Send, ""); err == nil {
+		t.Fatal("the title's holder crossed send after the write-back")
+	}
+	c.Advance(time.Millisecond)
+	stops(byID)
+	stops(byTitle)
 }

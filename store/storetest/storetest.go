@@ -70,6 +70,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"RolledBackStoreFailsClosed", testRolledBack},
 		{"Lists", testLists},
 		{"ReassertLostCrossings", testReassert},
+		{"ReassertCases", testReassertCases},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
