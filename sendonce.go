@@ -484,7 +484,7 @@ func (c *Client) checkCrossings(ctx context.Context) error {
 		return err
 	}
 	if len(lost) > 0 {
-		return fmt.Errorf("%w: it no longer holds %d crossing(s) it had acknowledged to this workstation (a failover to a standby that did not have them, or a restored backup): %s; each key now stops at send_status_unknown for a person ('sendonce needs' or the console), and nothing was claimed: ask whoever runs the store",
+		return fmt.Errorf("%w: it no longer holds %d crossing(s) it had acknowledged to this workstation (a failover to a standby that did not have them, or a restored backup): %s; each key now stops at send_status_unknown for a person ('sendonce show --key KEY', 'sendonce reconcile', the console's Needs a person), and nothing was claimed: ask whoever runs the store",
 			store.ErrRolledBack, len(lost), strings.Join(lost, "; "))
 	}
 	return nil
