@@ -399,27 +399,26 @@ func (c *Client) journal(ctx context.Context) (workstation.Journal, error) {
 // crossJournaled crosses b with cross and journals the crossing before returning the
 // pass: the act it guards waits for both. The journal is found before the crossing
 // (its path needs the store's id), so that after the store's acknowledgment only this
-// workstation's disk is written; and a crossing this workstation was told of before
-// (the store since lost it, and a caller asks again) is refused without asking the
-// store. A crossing the store made that cannot be journaled gives no pass.
+// workstation's disk is written. A crossing the journal held already was given out
+// before and lost by the store (a caller asked again after a failover): the store now
+// holds it again, and no pass is given. A crossing the store made that cannot be
+// journaled gives no pass either.
 func (c *Client) crossJournaled(ctx context.Context, p *store.Permit, b gate.Boundary, cross func() (*store.Pass, error)) (*store.Pass, error) {
 	j, err := c.journal(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if had, err := j.Has(p.DispatchID(), b); err != nil || had {
-		if err == nil {
-			err = &gate.Refusal{Kind: gate.ErrConsumed, Status: gate.StatusSendStatusUnknown, Reason: fmt.Sprintf("this workstation's journal says the store already gave dispatch %s its crossing of %s, which it no longer holds: a crossing is given out once (the next claim writes it back)", p.DispatchID(), b)}
-		}
 		return nil, err
 	}
 	pass, err := cross()
 	if err != nil {
 		return nil, err
 	}
-	if err := j.Append(store.CrossingRef{DispatchID: p.DispatchID(), Key: p.Key().String(), Keys: p.Keys(), Revision: p.Revision(), Token: p.Token(),
-		Task: p.Task(), Boundary: b, At: c.clock()}); err != nil {
+	had, err := j.Append(store.CrossingRef{DispatchID: p.DispatchID(), Key: p.Key().String(), Keys: p.Keys(), Revision: p.Revision(), Token: p.Token(),
+		Task: p.Task(), Boundary: b, At: c.clock()})
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("%w: the store recorded the crossing of %s, and this workstation could not journal it (%v): do not act; the attempt's outcome is unknown", ErrCrossedNotJournaled, b, err)
+	case had:
+		return nil, fmt.Errorf("%w: it gave dispatch %s the crossing of %s again; this workstation's journal says it had given it before, and it lost that: a crossing is given out once, so no pass; the key stays consumed", store.ErrRolledBack, p.DispatchID(), b)
 	}
 	return pass, nil
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sendonce/sendonce/gate"
 	"github.com/sendonce/sendonce/internal/files"
 	"github.com/sendonce/sendonce/store"
 )
@@ -56,37 +55,9 @@ func (j Journal) lock() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// Append adds a crossing the store acknowledged, durably.
-func (j Journal) Append(c store.CrossingRef) error {
-	unlock, err := j.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	line, err := json.Marshal(c)
-	if err != nil {
-		return j.fail(err)
-	}
-	if err := j.cutTornTail(); err != nil {
-		return err
-	}
-	f, err := files.OpenNoFollow(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return j.fail(err)
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		f.Close()
-		return j.fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return j.fail(err)
-	}
-	return f.Close()
-}
-
-// Has says whether the journal holds the crossing of b by dispatch.
-func (j Journal) Has(dispatch string, b gate.Boundary) (bool, error) {
+// Append adds a crossing the store acknowledged, durably, unless the journal holds it
+// already (had): then the store gave the same crossing twice, having lost the first.
+func (j Journal) Append(c store.CrossingRef) (had bool, err error) {
 	unlock, err := j.lock()
 	if err != nil {
 		return false, err
@@ -96,10 +67,32 @@ func (j Journal) Has(dispatch string, b gate.Boundary) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, c := range all {
-		if c.DispatchID == dispatch && c.Boundary == b {
+	for _, o := range all {
+		if o.DispatchID == c.DispatchID && o.Boundary == c.Boundary {
 			return true, nil
 		}
+	}
+	line, err := json.Marshal(c)
+	if err != nil {
+		return false, j.fail(err)
+	}
+	if err := j.cutTornTail(); err != nil {
+		return false, err
+	}
+	f, err := files.OpenNoFollow(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return false, j.fail(err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return false, j.fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return false, j.fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return false, j.fail(err)
 	}
 	return false, nil
 }

@@ -27,12 +27,15 @@ func TestJournalKeepsWhatIsAppended(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := j.Append(crossing(i)); err != nil {
-				t.Error(err)
+			if had, err := j.Append(crossing(i)); err != nil || had {
+				t.Error(had, err)
 			}
 		}()
 	}
 	wg.Wait()
+	if had, err := j.Append(crossing(3)); err != nil || !had {
+		t.Fatalf("Append of a crossing the journal holds = %v, %v; want had", had, err)
+	}
 	var seen []store.CrossingRef
 	if err := j.Check(func(all []store.CrossingRef) ([]store.CrossingRef, error) { seen = all; return all[:5], nil }); err != nil {
 		t.Fatal(err)
@@ -57,7 +60,7 @@ func TestJournalKeepsWhatIsAppended(t *testing.T) {
 func TestJournalTornAndDamaged(t *testing.T) {
 	dir := t.TempDir()
 	j := Journal{Path: filepath.Join(dir, "crossings-s")}
-	if err := j.Append(crossing(1)); err != nil {
+	if _, err := j.Append(crossing(1)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(j.Path, os.O_WRONLY|os.O_APPEND, 0)
@@ -70,7 +73,7 @@ func TestJournalTornAndDamaged(t *testing.T) {
 	if err := j.Check(func(all []store.CrossingRef) ([]store.CrossingRef, error) { seen = all; return all, nil }); err != nil || len(seen) != 1 || seen[0].DispatchID != "d01" {
 		t.Fatalf("torn last line: Check saw %+v (%v); want d01 alone", seen, err)
 	}
-	if err := j.Append(crossing(3)); err != nil {
+	if _, err := j.Append(crossing(3)); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Check(func(all []store.CrossingRef) ([]store.CrossingRef, error) { seen = all; return all, nil }); err != nil || len(seen) != 2 || seen[1].DispatchID != "d03" {
