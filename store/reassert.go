@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -44,11 +45,17 @@ func (s *Store) MissingCrossings(ctx context.Context, refs []CrossingRef) ([]Cro
 	for _, r := range refs {
 		ids = append(ids, ReassertedID(r.DispatchID))
 	}
-	var crossed map[string][]gate.Boundary
+	crossed := map[string][]gate.Boundary{}
 	err := s.view(ctx, func(tx Tx) error {
-		var err error
-		crossed, err = tx.CrossedOf(ids)
-		return err
+		clear(crossed)                              // a retried transaction starts over
+		for batch := range slices.Chunk(ids, 500) { // a statement's parameters are bounded
+			got, err := tx.CrossedOf(batch)
+			if err != nil {
+				return err
+			}
+			maps.Copy(crossed, got)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

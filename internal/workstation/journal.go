@@ -97,16 +97,12 @@ func (j Journal) Append(c store.CrossingRef) (had bool, err error) {
 	return false, nil
 }
 
-// Check runs verify on the journal's crossings under its lock, then keeps those verify
-// says to keep: verify returns the crossings still to watch. A damaged journal is an
-// error: the store cannot be vouched for.
+// Check runs verify on the journal's crossings, then keeps those verify says to keep:
+// verify returns the crossings still to watch. The lock is not held while verify asks
+// the store (a crossing's act must not wait behind a slow store); crossings appended
+// meanwhile are kept. A damaged journal is an error: the store cannot be vouched for.
 func (j Journal) Check(verify func([]store.CrossingRef) ([]store.CrossingRef, error)) error {
-	unlock, err := j.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	all, err := j.read()
+	all, err := j.locked(j.read)
 	if err != nil || len(all) == 0 {
 		return err
 	}
@@ -117,7 +113,41 @@ func (j Journal) Check(verify func([]store.CrossingRef) ([]store.CrossingRef, er
 	if len(keep) == len(all) {
 		return nil
 	}
-	return j.rewrite(keep)
+	type crossingOf struct {
+		dispatch string
+		boundary string
+	}
+	drop := map[crossingOf]bool{}
+	for _, c := range all {
+		drop[crossingOf{c.DispatchID, string(c.Boundary)}] = true
+	}
+	for _, c := range keep {
+		delete(drop, crossingOf{c.DispatchID, string(c.Boundary)})
+	}
+	_, err = j.locked(func() ([]store.CrossingRef, error) {
+		now, err := j.read()
+		if err != nil {
+			return nil, err
+		}
+		var left []store.CrossingRef
+		for _, c := range now {
+			if !drop[crossingOf{c.DispatchID, string(c.Boundary)}] {
+				left = append(left, c)
+			}
+		}
+		return nil, j.rewrite(left)
+	})
+	return err
+}
+
+// locked runs fn under the journal's lock.
+func (j Journal) locked(fn func() ([]store.CrossingRef, error)) ([]store.CrossingRef, error) {
+	unlock, err := j.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return fn()
 }
 
 // cutTornTail cuts a last line left without its newline by a crash (see read), so that

@@ -111,6 +111,11 @@ func (r Replication) Describe() string {
 			}
 		}
 		d := fmt.Sprintf("synchronous: a COMMIT waits for a standby of synchronous_standby_names '%s'; %s", r.SynchronousStandbyNames, r.streaming())
+		for _, st := range r.Standbys {
+			if st.SyncState == "async" || st.SyncState == "potential" {
+				d += fmt.Sprintf("; %s is %s: a failover must promote a synchronous one, never it", st.Name, st.SyncState)
+			}
+		}
 		if sync == 0 {
 			d += "; no synchronous standby streams now, so every COMMIT waits until one does (or it is unreadable without pg_read_all_stats)"
 		}
