@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Failover of a fleet's store: a PostgreSQL primary with a streaming standby of the
