@@ -465,7 +465,8 @@ func (c *Client) checkCrossings(ctx context.Context) error {
 			if len(r.Fenced) > 0 {
 				what += fmt.Sprintf(", fencing token(s) %v that held the key meanwhile", r.Fenced)
 			}
-			if r.Before == gate.StatusSentVerified || r.Before == gate.StatusSendStatusUnknown || r.Before == gate.StatusSentRejected {
+			if r.Before == gate.StatusSentVerified || r.Before == gate.StatusSentRejected { // an outcome only a crossing allows, and the store had lost this one's
+
 				what += ": another attempt was granted the key after the loss and may have delivered it again"
 			}
 			lost = append(lost, what)
