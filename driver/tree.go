@@ -247,6 +247,18 @@ func (r *Runner) awaitNode(ctx context.Context, s Step, present bool, res *evide
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for %s: %w", m, ctx.Err())
 		}
+		if errors.Is(err, atspi.ErrTooBig) && present && s.Region != nil && scope.Within == nil {
+			// The window's tree is more than a read may hold (a file chooser listing a
+			// crowded folder): only what meets the step's region is read, and the node
+			// must show inside it.
+			a, rerr := r.region(ctx, Step{Region: s.Region, Window: s.Window})
+			if rerr != nil {
+				return nil, rerr
+			}
+			area, inRegion = a, true
+			scope.Within = &atspi.Box{X: area.Min.X, Y: area.Min.Y, W: area.Dx(), H: area.Dy()}
+			continue
+		}
 		if err == nil {
 			last = m.Find(tree)
 			if inRegion {

@@ -26,6 +26,10 @@ type chooser struct {
 	// cut, as the live reader does at 5 s, ends a read the scope gives no time of its
 	// own that takes longer than this (0: never).
 	cut time.Duration
+	// crowded: a read of the whole chooser is over the limits (it lists a crowded
+	// folder); one within a region is not. within is the last read's region.
+	crowded bool
+	within  *atspi.Box
 }
 
 func (c *chooser) Snapshot(ctx context.Context, pid int, scope TreeScope) (*atspi.Node, error) {
@@ -53,6 +57,10 @@ func (c *chooser) Snapshot(ctx context.Context, pid int, scope TreeScope) (*atsp
 		return nil, errors.New("no such application")
 	}
 	c.reads++
+	c.within = scope.Within
+	if c.crowded && scope.Within == nil && windows != nil && windows.Name == "Choose File to Send…" {
+		return nil, fmt.Errorf("reading x's accessibility tree: %w: more than 2000 nodes", atspi.ErrTooBig)
+	}
 	open := []string{"showing", "visible"} // sorted, as a snapshot reads them
 	if c.readyAt > 0 && c.reads >= c.readyAt {
 		open = []string{"sensitive", "showing", "visible"}
@@ -211,6 +219,39 @@ func TestNodeStandsInForAnOffset(t *testing.T) {
 			want := []string{"move " + c.want, "click " + c.want}
 			if strings.Join(at, "; ") != strings.Join(want, "; ") {
 				t.Fatalf("the pointer went to %q; want %q", at, want)
+			}
+		})
+	}
+}
+
+// TestWaitOnACrowdedChooser: a wait for a node whose window's tree is over the read's
+// limits (Gajim's chooser listing a crowded folder) reads again only what meets the
+// step's region, and finds the node there; without a region it stops before the
+// boundary, naming the limit.
+func TestWaitOnACrowdedChooser(t *testing.T) {
+	for _, tc := range []struct {
+		name, region string
+		sends        bool
+	}{
+		{"with a region", `,"region":{"x":590,"y":490,"w":100,"h":50}`, true},
+		{"without", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			profile := strings.Replace(treeProfile, `{"name":"wait for Open","do":"wait_node","class":"safe","timeout":"2s",`,
+				`{"name":"wait for Open","do":"wait_text","text":"Open","class":"safe","timeout":"2s"`+tc.region+`,`, 1)
+			desk := treeDesk()
+			r, crossed := runnerOn(t, desk, desk, readsBob{}, profile)
+			tree := &chooser{pid: 4242, readyAt: 1, crowded: true}
+			r.Tree = tree
+			_, err := r.Deliver(context.Background())
+			if tc.sends {
+				if desk.keys != 1 || len(crossed()) != 2 || tree.within == nil || tree.within.X != 590 {
+					t.Fatalf("%d key presses, crossings %v, last read within %+v (%v); want Open found by a read of the step's region", desk.keys, crossed(), tree.within, err)
+				}
+				return
+			}
+			if desk.keys != 0 || len(crossed()) != 0 || err == nil || !strings.Contains(err.Error(), "over the snapshot's limits") {
+				t.Fatalf("%d key presses, crossings %v, %v; want a stop before the boundary naming the limit", desk.keys, crossed(), err)
 			}
 		})
 	}
