@@ -21,7 +21,13 @@ import (
 // PrivateBus starts a dbus-daemon of its own and returns its address.
 func PrivateBus(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
+	// A folder of a short name, not t.TempDir (whose name is the test's): the bus's
+	// socket path must fit in 108 bytes, under a TMPDIR that is longer than /tmp too.
+	dir, err := os.MkdirTemp("", "bus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	conf := filepath.Join(dir, "bus.conf")
 	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig><type>accessibility</type><listen>unix:dir=`+dir+`</listen><auth>EXTERNAL</auth>
