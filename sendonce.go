@@ -358,6 +358,12 @@ func (c *Client) Workstation(ctx context.Context) (WorkstationResult, error) {
 
 // floorFile is the fencing floor's file for this Client's store.
 func (c *Client) floorFile(ctx context.Context) (string, error) {
+	id, err := c.storeID(ctx)
+	return workstation.FloorFile(c.stateDir, id), err
+}
+
+// storeID is the store's id, asked once: the floor and the journal are kept by it.
+func (c *Client) storeID(ctx context.Context) (string, error) {
 	if c.storeIDCache == "" {
 		id, err := c.store.StoreID(ctx)
 		if err != nil {
@@ -365,7 +371,7 @@ func (c *Client) floorFile(ctx context.Context) (string, error) {
 		}
 		c.storeIDCache = id
 	}
-	return workstation.FloorFile(c.stateDir, c.storeIDCache), nil
+	return c.storeIDCache, nil
 }
 
 // tokenFloor is the highest token this workstation was granted by the store, 0 for none.
@@ -389,11 +395,8 @@ func (c *Client) noteToken(ctx context.Context, token uint64) error {
 // journal is this workstation's journal of the crossings this Client's store
 // acknowledged to it.
 func (c *Client) journal(ctx context.Context) (workstation.Journal, error) {
-	path, err := c.floorFile(ctx) // the same store id
-	if err != nil {
-		return workstation.Journal{}, err
-	}
-	return workstation.Journal{Path: workstation.JournalFile(filepath.Dir(path), c.storeIDCache)}, nil
+	id, err := c.storeID(ctx)
+	return workstation.Journal{Path: workstation.JournalFile(c.stateDir, id)}, err
 }
 
 // crossJournaled crosses b with cross and journals the crossing before returning the

@@ -67,18 +67,8 @@ func testReassert(t *testing.T, s *store.Store, c *Clock) {
 	}
 
 	c.Advance(lease + time.Second)
-	for _, k := range []gate.Key{kept.Key(), gone} {
-		rs, err := s.Status(ctx, []gate.Key{k})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rs[0].Status != gate.StatusSendStatusUnknown {
-			t.Fatalf("%s after the write-back: %s; want %s", k, rs[0].Status, gate.StatusSendStatusUnknown)
-		}
-		if res, err := claim(t, s, "D", k); err == nil || res.Granted {
-			t.Fatalf("%s was granted again after its lost crossing was written back", k)
-		}
-	}
+	stopsForAPerson(t, s, kept.Key())
+	stopsForAPerson(t, s, gone)
 	rs, err := s.Show(ctx, []gate.Key{gone})
 	if err != nil {
 		t.Fatal(err)
@@ -99,19 +89,7 @@ func testReassert(t *testing.T, s *store.Store, c *Clock) {
 // the loss included; a crossing of a revision a person moved past is not written back.
 func testReassertCases(t *testing.T, s *store.Store, c *Clock) {
 	now := c.Now()
-	stops := func(k gate.Key) {
-		t.Helper()
-		rs, err := s.Status(ctx, []gate.Key{k})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rs[0].Status != gate.StatusSendStatusUnknown {
-			t.Fatalf("%s after the write-back: %s; want %s", k, rs[0].Status, gate.StatusSendStatusUnknown)
-		}
-		if res, err := claim(t, s, "Z", k); err == nil || res.Granted {
-			t.Fatalf("%s was granted again after its lost crossing was written back", k)
-		}
-	}
+	stops := func(k gate.Key) { t.Helper(); stopsForAPerson(t, s, k) }
 
 	// Both crossings of a claim that is gone.
 	k := key(t, "Bob", "two crossings")
@@ -151,4 +129,20 @@ func testReassertCases(t *testing.T, s *store.Store, c *Clock) {
 	c.Advance(time.Millisecond)
 	stops(byID)
 	stops(byTitle)
+}
+
+// stopsForAPerson fails the test unless k reads send_status_unknown and a new claim of
+// it is refused.
+func stopsForAPerson(t *testing.T, s *store.Store, k gate.Key) {
+	t.Helper()
+	rs, err := s.Status(ctx, []gate.Key{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Status != gate.StatusSendStatusUnknown {
+		t.Fatalf("%s after the write-back: %s; want %s", k, rs[0].Status, gate.StatusSendStatusUnknown)
+	}
+	if res, err := claim(t, s, "Z", k); err == nil || res.Granted {
+		t.Fatalf("%s was granted again after its lost crossing was written back", k)
+	}
 }
